@@ -1,0 +1,178 @@
+"""The data contract of the MindSpore plugin: names, tiers, tags, summary metadata.
+
+Both the writer side (``callbacks``, ``summary.py``) and the reader side (``plugin.py``, ``reading/``) import
+this module; no other module defines a tag name or a metadata format.
+
+Layout of what we write
+-----------------------
+* **Scalars** use TensorBoard's own scalar format (``simple_value``, plugin ``scalars``) so that the stock Scalars
+  tab, ``EventAccumulator`` and ``tbparse`` read them. Their tags carry the tier: ``core/loss``,
+  ``diagnostic/eval/accuracy``, ``debug/data_wait_ms``.
+* **Interval statistics** of a scalar (min / mean / max / count / non-finite count of every step between two
+  recorded points) are a tensor of our plugin under ``interval/<scalar tag>``; they let the dashboard draw a band and
+  keep a spike that fell between two recorded steps.
+* **Per-layer vectors** (one value per layer and step: update ratio, gradient norm, weight norm) are a tensor of
+  our plugin; the layer names are in the metadata content.
+* **Run information** (format version, rank, configuration) is a JSON string tensor under ``_meta/run_info``.
+
+Every series we write has ``data_class`` set; every plugin content holds ``{"version": CONTENT_VERSION, ...}``.
+This module imports only the standard library at import time (it is reached from the TensorBoard entry point).
+"""
+
+import json
+import re
+
+PLUGIN_NAME = "mindspore"
+TAB_NAME = "MindSpore"
+# Bump when the content written by the callbacks changes incompatibly; readers accept <= this version.
+CONTENT_VERSION = 1
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiers
+CORE = "core"
+DIAGNOSTIC = "diagnostic"
+DEBUG = "debug"
+OTHER = "other"
+TIERS = (CORE, DIAGNOSTIC, DEBUG, OTHER)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tags written by our callbacks. Names only here; the callbacks and the reader import them.
+LOSS = "core/loss"
+LEARNING_RATE = "core/learning_rate"          # per group: core/learning_rate/group<i>
+GRAD_NORM = "core/grad_norm"                  # global L2 norm of all gradients, before clipping
+LOSS_SCALE = "core/loss_scale"
+OVERFLOW_STEPS = "core/overflow_steps"        # steps skipped by a loss-scale cell in the interval
+STEP_TIME_MS = "core/step_time_ms"
+THROUGHPUT = "core/throughput"                # samples per second
+
+EVAL_LOSS = "diagnostic/eval_loss"
+EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>
+WEIGHT_NORM_GLOBAL = "diagnostic/weight_norm"
+WEIGHT_NORM_LAYERS = "diagnostic/layer_weight_norm"     # per-layer vector
+
+UPDATE_RATIO_LAYERS = "debug/update_ratio"    # per-layer vector ||w_after - w_before|| / ||w_before||
+GRAD_NORM_LAYERS = "debug/layer_grad_norm"    # per-layer vector
+ACTIVATION_PREFIX = "debug/activation/"       # debug/activation/<layer>: histograms
+DATA_WAIT_MS = "debug/data_wait_ms"
+
+RUN_INFO = "_meta/run_info"
+INTERVAL_PREFIX = "interval/"
+
+# Kinds of our own plugin's series (the "kind" field of the plugin content).
+KIND_INTERVAL = "interval"
+KIND_LAYERS = "layers"
+KIND_RUN_INFO = "run_info"
+KINDS = (KIND_INTERVAL, KIND_LAYERS, KIND_RUN_INFO)
+
+# Order of the values in an interval tensor.
+INTERVAL_FIELDS = ("min", "mean", "max", "count", "nonfinite")
+
+
+def learning_rate_group_tag(group_index):
+    return "%s/group%d" % (LEARNING_RATE, group_index)
+
+
+def interval_tag(scalar_tag):
+    """Tag of the interval statistics that belong to ``scalar_tag``."""
+    return INTERVAL_PREFIX + scalar_tag
+
+
+def scalar_tag_of_interval(tag):
+    """Inverse of :func:`interval_tag`; ``None`` if ``tag`` is not an interval tag."""
+    if tag.startswith(INTERVAL_PREFIX):
+        return tag[len(INTERVAL_PREFIX):]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tier classification of tags from anywhere: ours, mindformers', MindSpore SummaryCollector's, plain user tags.
+# First match wins. Documented in the README ("How tags are sorted into tiers").
+_TIER_RULES = (
+    # Our own scheme.
+    (re.compile(r"^core/"), CORE),
+    (re.compile(r"^diagnostic/"), DIAGNOSTIC),
+    (re.compile(r"^debug/"), DEBUG),
+    # mindformers' TensorBoard tags (and their "... vs samples" twins).
+    (re.compile(r"^(loss|learning-rate|grad-norm|loss-scale|throughput)( vs samples)?$"), CORE),
+    (re.compile(r"^(weight_norm|eval[-_ ]?loss|eval[-_/].*)( vs samples)?$"), DIAGNOSTIC),
+    (re.compile(r"^(local_norm|local_loss|adam_m_norm|adam_v_norm)/"), DEBUG),
+    # MindSpore SummaryCollector: loss/auto; parameter histograms are <param>/auto.
+    (re.compile(r"^loss/auto$"), CORE),
+    # Plain user tags by prefix or name.
+    (re.compile(r"^(train[/_])?(loss|lr|learning_rate|grad_norm|gradient_norm)$", re.I), CORE),
+    (re.compile(r"^(train|lr|learning_rate|optim|optimizer)/", re.I), CORE),
+    (re.compile(r"^(eval|val|valid|validation|test|metrics?|weights?)[/_]", re.I), DIAGNOSTIC),
+    (re.compile(r"^(eval|val|validation)_?(loss|acc|accuracy)$", re.I), DIAGNOSTIC),
+    (re.compile(r"^(activations?|grads?|gradients?|layers?|update_ratio|timing|data|perf)[/_]", re.I), DEBUG),
+)
+
+
+def tier_of(tag):
+    """The dashboard tier of a scalar tag; unknown tags go to ``OTHER`` (never dropped)."""
+    for pattern, tier in _TIER_RULES:
+        if pattern.search(tag):
+            return tier
+    return OTHER
+
+
+def display_name(tag):
+    """Short label for a chart: our tier prefix removed, MindSpore's ``/auto`` and ``[:Scalar]`` cleaned up."""
+    for prefix in (CORE + "/", DIAGNOSTIC + "/", DEBUG + "/"):
+        if tag.startswith(prefix):
+            return tag[len(prefix):]
+    cleaned = re.sub(r"\[:(Scalar|Tensor|Histogram|Image)\]$", "", tag)
+    cleaned = re.sub(r"/auto$", "", cleaned)
+    return cleaned
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Plugin content (bytes in SummaryMetadata.plugin_data.content): UTF-8 JSON.
+class ContentError(ValueError):
+    """Plugin content that this version cannot read."""
+
+
+def make_content(kind, **fields):
+    if kind not in KINDS:
+        raise ValueError("unknown kind %r (expected one of %s)" % (kind, ", ".join(KINDS)))
+    body = {"version": CONTENT_VERSION, "kind": kind}
+    body.update(fields)
+    return json.dumps(body, sort_keys=True).encode("utf-8")
+
+
+def parse_content(content):
+    """Parses plugin content written by any version of the callbacks; raises ContentError if unreadable."""
+    if isinstance(content, (bytes, bytearray)):
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ContentError("plugin content is not UTF-8: %s" % e)
+    try:
+        body = json.loads(content) if content else {}
+    except ValueError as e:
+        raise ContentError("plugin content is not JSON: %s" % e)
+    if not isinstance(body, dict):
+        raise ContentError("plugin content is not a JSON object")
+    version = body.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise ContentError("plugin content has no valid version: %r" % (version,))
+    if version > CONTENT_VERSION:
+        raise ContentError(
+            "written by a newer tb-plugin-mindspore (content version %d > %d); upgrade the plugin"
+            % (version, CONTENT_VERSION)
+        )
+    if body.get("kind") not in KINDS:
+        raise ContentError("unknown kind %r" % (body.get("kind"),))
+    return body
+
+
+def create_summary_metadata(kind, description="", **fields):
+    """SummaryMetadata for one of our plugin's series (data_class TENSOR). Imports protobuf lazily."""
+    from tensorboard.compat.proto import summary_pb2
+
+    return summary_pb2.SummaryMetadata(
+        summary_description=description,
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(
+            plugin_name=PLUGIN_NAME, content=make_content(kind, **fields)
+        ),
+        data_class=summary_pb2.DATA_CLASS_TENSOR,
+    )

@@ -1,0 +1,152 @@
+"""The MindSpore TensorBoard plugin: HTTP routes only, each a thin call into ``reading/``.
+
+Every JSON route answers JSON, errors included: ``{"error": {"code": int, "message": str}}`` with 400 for a
+malformed query, 404 for an unknown run or tag, 500 (logged) for anything unexpected. No route opens a file whose
+path comes from a request; static files are served from a fixed listing of the package's ``static/`` folder.
+"""
+
+import logging
+import mimetypes
+import os
+
+from tensorboard import errors, plugin_util
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from . import metadata
+from .reading import downsample, logdir_status, provider
+
+logger = logging.getLogger(__name__)
+
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+DEFAULT_MAX_POINTS = 2000
+MAX_POINTS_LIMIT = 100000
+_JSON = "application/json"
+
+
+def _respond_error(request, code, message):
+    return http_util.Respond(request, {"error": {"code": code, "message": message}}, _JSON, code=code)
+
+
+def json_route(handler):
+    """Turns ``handler(self, request) -> dict`` into a WSGI app that always answers JSON."""
+
+    @wrappers.Request.application
+    def app(self, request):
+        try:
+            return http_util.Respond(request, handler(self, request), _JSON)
+        except errors.PublicError as e:
+            return _respond_error(request, e.http_code, str(e))
+        except Exception as e:  # never a traceback page; the server keeps running
+            logger.exception("mindspore plugin: %s failed", request.path)
+            return _respond_error(request, 500, "internal error in the MindSpore plugin: %s" % type(e).__name__)
+
+    return app
+
+
+def _required(request, name):
+    value = request.args.get(name)
+    if value is None or value == "":
+        raise errors.InvalidArgumentError("missing query parameter %r" % name)
+    return value
+
+
+def _int_arg(request, name, default, low, high):
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise errors.InvalidArgumentError("query parameter %r must be an integer, got %r" % (name, raw))
+    if not low <= value <= high:
+        raise errors.InvalidArgumentError("query parameter %r must be in [%d, %d], got %d" % (name, low, high, value))
+    return value
+
+
+class MindSporePlugin(base_plugin.TBPlugin):
+    plugin_name = metadata.PLUGIN_NAME
+
+    def __init__(self, context):
+        self._view = provider.DataView(context.data_provider)
+        self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
+
+    def get_plugin_apps(self):
+        return {
+            "/index.js": self._serve_index_js,
+            "/static/*": self._serve_static,
+            "/runs": self._serve_runs,
+            "/status": self._serve_status,
+            "/tags": self._serve_tags,
+            "/scalars": self._serve_scalars,
+        }
+
+    def is_active(self):
+        # The tab always shows: with no data it explains why (no event files, only _MS files, relative path, ...).
+        return True
+
+    def data_plugin_names(self):
+        return (metadata.PLUGIN_NAME, provider.SCALARS_PLUGIN)
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=metadata.TAB_NAME)
+
+    # -- static ------------------------------------------------------------------------------------------------
+    @wrappers.Request.application
+    def _serve_index_js(self, request):
+        return self._static_file(request, "index.js")
+
+    @wrappers.Request.application
+    def _serve_static(self, request):
+        name = request.path.rsplit("/static/", 1)[-1]
+        return self._static_file(request, name)
+
+    def _static_file(self, request, name):
+        try:
+            available = set(os.listdir(STATIC_DIR))
+        except OSError:
+            available = set()
+        if name not in available:
+            message = "no static file %r" % name
+            if name == "index.js":
+                message = "the MindSpore tab's frontend is not built (run `npm ci && npm run build` in frontend/)"
+            return _respond_error(request, 404, message)
+        with open(os.path.join(STATIC_DIR, name), "rb") as f:
+            body = f.read()
+        mimetype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if name.endswith((".js", ".mjs")):
+            mimetype = "text/javascript"
+        return http_util.Respond(request, body, mimetype)
+
+    # -- data ----------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _ctx(request):
+        return plugin_util.context(request.environ), plugin_util.experiment_id(request.environ)
+
+    @json_route
+    def _serve_runs(self, request):
+        ctx, eid = self._ctx(request)
+        return {"runs": self._view.runs(ctx, eid)}
+
+    @json_route
+    def _serve_status(self, request):
+        ctx, eid = self._ctx(request)
+        tags = self._view.tags(ctx, eid)
+        has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
+        return self._status.describe(len(tags), has_scalars)
+
+    @json_route
+    def _serve_tags(self, request):
+        ctx, eid = self._ctx(request)
+        run = request.args.get("run")
+        return {"tiers": list(metadata.TIERS), "runs": self._view.tags(ctx, eid, run)}
+
+    @json_route
+    def _serve_scalars(self, request):
+        ctx, eid = self._ctx(request)
+        run = _required(request, "run")
+        tag = _required(request, "tag")
+        max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
+        return self._view.scalars(ctx, eid, run, tag, max_points)
+

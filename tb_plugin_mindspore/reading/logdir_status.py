@@ -1,0 +1,117 @@
+"""Why is there nothing to show? Looks at the server's own logdir (never a path from a request) and explains.
+
+The reasons, in the order they are checked: the logdir does not exist; it holds no event files at all; it holds
+only MindSpore ``*_MS`` summary files; event files exist but hold nothing yet (waiting for the first flush); event
+files hold no scalars. A relative ``--logdir`` is reported with the folder it was resolved from, because starting
+TensorBoard from another folder is the most common reason for an empty board.
+"""
+
+import os
+import time
+
+MS_SUFFIX = "_MS"
+_MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds
+_CACHE_SECS = 5.0
+_EMPTY_FILE_BYTES = 128  # an event file holding only its file_version record
+
+
+def is_ms_summary_file(name):
+    return "summary." in name and name.endswith(MS_SUFFIX)
+
+
+def is_tf_event_file(name):
+    return "tfevents" in name
+
+
+def scan(logdir):
+    """Counts event files under ``logdir``: {"event_files", "event_bytes", "ms_files", "entries", "truncated"}."""
+    counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False}
+    for root, dirs, files in os.walk(logdir):
+        dirs.sort()
+        for name in files:
+            counts["entries"] += 1
+            if is_ms_summary_file(name):
+                counts["ms_files"] += 1
+            elif is_tf_event_file(name):
+                counts["event_files"] += 1
+                try:
+                    counts["event_bytes"] = max(counts["event_bytes"], os.path.getsize(os.path.join(root, name)))
+                except OSError:
+                    pass
+        if counts["entries"] > _MAX_ENTRIES:
+            counts["truncated"] = True
+            break
+    return counts
+
+
+class LogdirStatus:
+    def __init__(self, logdir, cwd=None):
+        self._logdir = logdir or ""
+        self._cwd = cwd or os.getcwd()
+        self._cached = None
+        self._cached_at = 0.0
+
+    def describe(self, run_count, has_scalars):
+        """The ``status`` route's body. ``run_count`` / ``has_scalars`` come from the data provider."""
+        now = time.monotonic()
+        if self._cached is None or now - self._cached_at > _CACHE_SECS:
+            self._cached = self._scan()
+            self._cached_at = now
+        counts = self._cached
+        logdir = self._logdir
+        reason, message = None, ""
+        if has_scalars:
+            pass
+        elif not logdir:
+            reason = "no_logdir"
+            message = "TensorBoard was started without --logdir, so there is nothing to read."
+        elif "://" in logdir:
+            reason = "no_scalars" if run_count else "no_event_files"
+            message = "No MindSpore data found under %s yet." % logdir
+        elif not os.path.isdir(self._abs()):
+            reason = "no_logdir"
+            message = "The logdir %s does not exist.%s" % (self._abs(), self._relative_hint())
+        elif counts["event_files"] == 0 and counts["ms_files"] == 0:
+            reason = "no_event_files"
+            message = ("No event files under %s. Record a run with the tb_mindspore_callbacks.TrainMonitor "
+                       "callback (or run `tb-mindspore demo`).%s" % (self._abs(), self._relative_hint()))
+        elif counts["event_files"] == 0:
+            reason = "only_ms_files"
+            message = ("Found %d MindSpore summary file(s) (*_MS, written by SummaryCollector / SummaryRecord) "
+                       "but no TensorBoard event files. Run `tb-mindspore convert %s` to turn them into event "
+                       "files TensorBoard can read." % (counts["ms_files"], logdir))
+        elif counts["event_bytes"] <= _EMPTY_FILE_BYTES or run_count == 0:
+            reason = "waiting_for_flush"
+            message = ("Event files exist but hold no data yet. Training writes them every few seconds; "
+                       "TensorBoard reloads every 5 s by default (--reload_interval).")
+        else:
+            reason = "no_scalars"
+            message = ("Event files were found, but none holds scalars. Record training with "
+                       "tb_mindspore_callbacks.TrainMonitor to see loss, learning rate and gradient norm.")
+        return {
+            "logdir": logdir,
+            "logdir_abs": self._abs() if logdir and "://" not in logdir else logdir,
+            "server_cwd": self._cwd,
+            "has_data": bool(has_scalars),
+            "reason": reason,
+            "message": message,
+            "counts": {
+                "event_files": counts["event_files"],
+                "ms_files": counts["ms_files"],
+                "runs": int(run_count),
+            },
+        }
+
+    def _abs(self):
+        return os.path.abspath(os.path.join(self._cwd, os.path.expanduser(self._logdir)))
+
+    def _relative_hint(self):
+        if self._logdir and not os.path.isabs(os.path.expanduser(self._logdir)):
+            return (" The --logdir %r is relative: TensorBoard resolved it from the folder it was started in (%s)."
+                    % (self._logdir, self._cwd))
+        return ""
+
+    def _scan(self):
+        if not self._logdir or "://" in self._logdir or not os.path.isdir(self._abs()):
+            return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False}
+        return scan(self._abs())

@@ -1,0 +1,121 @@
+"""Our view over TensorBoard's data provider: runs, tags by tier, and one scalar series with its interval band.
+
+Reads only through ``context.data_provider`` (works with both the Python loader and ``--load_fast``). Scalars of
+any origin (ours, mindformers', the user's) are listed by tier (``metadata.tier_of``); the interval statistics our
+callbacks write under ``interval/<tag>`` are attached to the scalar they describe.
+"""
+
+import logging
+
+import numpy as np
+from tensorboard import errors
+from tensorboard.data import provider as tb_provider
+
+from .. import metadata
+from . import downsample
+
+logger = logging.getLogger(__name__)
+
+SCALARS_PLUGIN = "scalars"
+# Read every stored point; the loader keeps as many as fix_flags asked for.
+_READ_ALL = 10 ** 9
+
+
+class DataView:
+    def __init__(self, data_provider):
+        self._provider = data_provider
+
+    # -- listing ---------------------------------------------------------------------------------------------------
+    def _our_tensors(self, ctx, eid, runs=None):
+        """{run: {tag: parsed content}} of our plugin's tensor series (unreadable content is skipped, logged)."""
+        rtf = tb_provider.RunTagFilter(runs=runs) if runs else None
+        listing = self._provider.list_tensors(
+            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=rtf
+        )
+        out = {}
+        for run, tags in listing.items():
+            for tag, series in tags.items():
+                try:
+                    content = metadata.parse_content(series.plugin_content)
+                except metadata.ContentError as e:
+                    logger.warning("mindspore plugin: skipping %s/%s: %s", run, tag, e)
+                    continue
+                out.setdefault(run, {})[tag] = content
+        return out
+
+    def _scalar_listing(self, ctx, eid, runs=None):
+        rtf = tb_provider.RunTagFilter(runs=runs) if runs else None
+        return self._provider.list_scalars(ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, run_tag_filter=rtf)
+
+    def runs(self, ctx, eid):
+        """Runs that hold scalars or our plugin's data, sorted by name."""
+        names = set(self._scalar_listing(ctx, eid))
+        names.update(self._our_tensors(ctx, eid))
+        return sorted(names)
+
+    def tags(self, ctx, eid, run=None):
+        """{run: {tier: [tag entry]}} for every tier; entries sorted by tag."""
+        runs = [run] if run is not None else None
+        scalars = self._scalar_listing(ctx, eid, runs)
+        ours = self._our_tensors(ctx, eid, runs)
+        if run is not None and run not in scalars and run not in ours:
+            raise errors.NotFoundError("no run named %r" % run)
+        result = {}
+        for name in sorted(set(scalars) | set(ours)):
+            intervals = {
+                c.get("of") for c in ours.get(name, {}).values() if c.get("kind") == metadata.KIND_INTERVAL
+            }
+            tiers = {tier: [] for tier in metadata.TIERS}
+            for tag in sorted(scalars.get(name, {})):
+                tiers[metadata.tier_of(tag)].append({
+                    "tag": tag,
+                    "display_name": metadata.display_name(tag),
+                    "kind": "scalar",
+                    "interval": tag in intervals,
+                })
+            result[name] = tiers
+        return result
+
+    # -- one series ------------------------------------------------------------------------------------------------
+    def scalars(self, ctx, eid, run, tag, max_points):
+        rtf = tb_provider.RunTagFilter(runs=[run], tags=[tag])
+        data = self._provider.read_scalars(
+            ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL, run_tag_filter=rtf
+        )
+        points = data.get(run, {}).get(tag)
+        if points is None:
+            if run not in self._scalar_listing(ctx, eid, [run]):
+                raise errors.NotFoundError("no run named %r" % run)
+            raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
+        points = sorted(points, key=lambda d: (d.step, d.wall_time))
+        table = np.array([(d.step, d.wall_time, d.value) for d in points], dtype=np.float64).reshape(-1, 3)
+        keep = downsample.keep_indices(table[:, 2], max_points)
+        out = {
+            "run": run,
+            "tag": tag,
+            "tier": metadata.tier_of(tag),
+            "display_name": metadata.display_name(tag),
+            "total_points": int(table.shape[0]),
+            "downsampled": bool(keep.size < table.shape[0]),
+            "points": [[int(s), float(w), float(v)] for s, w, v in table[keep]],
+            "interval": self._interval(ctx, eid, run, tag, max_points),
+        }
+        return out
+
+    def _interval(self, ctx, eid, run, tag, max_points):
+        itag = metadata.interval_tag(tag)
+        rtf = tb_provider.RunTagFilter(runs=[run], tags=[itag])
+        data = self._provider.read_tensors(
+            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL, run_tag_filter=rtf
+        )
+        series = data.get(run, {}).get(itag)
+        if not series:
+            return None
+        rows = []
+        for d in sorted(series, key=lambda d: d.step):
+            values = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
+            if values.size != len(metadata.INTERVAL_FIELDS):
+                continue
+            rows.append([d.step] + values.tolist())
+        merged = downsample.bucket_intervals(rows, max_points)
+        return [[int(r[0])] + [float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]

@@ -1,0 +1,257 @@
+"""Asynchronous, crash-safe writing of TensorBoard event files.
+
+The training thread calls :class:`SummaryWriter` methods, which only put plain numbers on a bounded queue and
+return. A background thread builds the protos (``summary.py``), frames them (``records.py``) and writes them.
+
+* Never blocks training: when the queue is full the item is dropped, counted, and a warning is logged (at most
+  once every 30 s); ``dropped`` tells how many.
+* Flushes at least every ``flush_secs`` seconds, so after ``kill -9`` everything older than that is on disk.
+* ``close()`` drains the queue and is safe to call twice; all open writers are closed at interpreter exit and, if
+  :func:`install_signal_handlers` was called, on SIGINT / SIGTERM before the previous handlers run.
+* A write error (disk full, permissions) stops this writer with one warning; training goes on.
+"""
+
+import atexit
+import logging
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+import weakref
+
+from tensorboard.compat.proto import event_pb2, summary_pb2
+
+from . import records, summary
+
+logger = logging.getLogger(__name__)
+
+_STOP = object()
+_FLUSH = object()
+_open_writers = weakref.WeakSet()
+_open_writers_lock = threading.Lock()
+
+
+class SummaryWriter:
+    """Writes one event file (``events.out.tfevents.<time>.<host>.<pid>.<n>``) in ``logdir``.
+
+    Args:
+      logdir: folder of the run; created if missing.
+      flush_secs: longest time a recorded value waits in memory before it reaches the file.
+      max_queue: items that may wait for the writer thread; more are dropped and counted.
+    """
+
+    _counter = 0
+
+    def __init__(self, logdir, flush_secs=2.0, max_queue=10000):
+        if flush_secs <= 0:
+            raise ValueError("flush_secs must be > 0, got %r" % (flush_secs,))
+        if max_queue < 1:
+            raise ValueError("max_queue must be >= 1, got %r" % (max_queue,))
+        self.logdir = str(logdir)
+        os.makedirs(self.logdir, exist_ok=True)
+        SummaryWriter._counter += 1
+        name = "events.out.tfevents.%010d.%s.%d.%d" % (
+            int(time.time()), socket.gethostname(), os.getpid(), SummaryWriter._counter,
+        )
+        self.path = os.path.join(self.logdir, name)
+        self._file = open(self.path, "ab")
+        self._flush_secs = float(flush_secs)
+        self._queue = queue.Queue(maxsize=max_queue)
+        self.dropped = 0
+        self.failed = None          # the OSError that stopped writing, if any
+        self._last_drop_warning = 0.0
+        self._closed = False
+        self._lock = threading.Lock()
+        self._write_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._file.flush()
+        self._thread = threading.Thread(target=self._run, name="tb-mindspore-writer", daemon=True)
+        self._thread.start()
+        with _open_writers_lock:
+            _open_writers.add(self)
+
+    # -- called from the training thread: cheap, never blocks ---------------------------------------------------
+    def scalar(self, tag, value, step, wall_time=None):
+        self._submit(step, wall_time, summary.scalar, (tag, float(value)))
+
+    def interval(self, scalar_tag, minimum, mean, maximum, count, nonfinite, step, wall_time=None):
+        self._submit(step, wall_time, summary.interval, (scalar_tag, minimum, mean, maximum, count, nonfinite))
+
+    def layers(self, tag, layer_names, values, step, wall_time=None):
+        self._submit(step, wall_time, summary.layers, (tag, tuple(layer_names), values))
+
+    def histogram(self, tag, values, step, wall_time=None):
+        self._submit(step, wall_time, summary.histogram, (tag, values))
+
+    def run_info(self, info, step=0):
+        self._submit(step, None, summary.run_info, (dict(info),))
+
+    def value(self, value_proto, step, wall_time=None):
+        """Writes an already built ``Summary.Value`` (for kinds with their own builders)."""
+        self._submit(step, wall_time, lambda v: v, (value_proto,))
+
+    def _submit(self, step, wall_time, builder, args):
+        if self._closed or self.failed is not None:
+            return
+        item = (int(step), time.time() if wall_time is None else float(wall_time), builder, args)
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.dropped += 1
+            now = time.monotonic()
+            if now - self._last_drop_warning > 30:
+                self._last_drop_warning = now
+                logger.warning(
+                    "tb-mindspore: writer queue full, %d value(s) dropped so far (raise max_queue or record less often)",
+                    self.dropped,
+                )
+
+    # -- the writer thread ---------------------------------------------------------------------------------------
+    def _run(self):
+        last_flush = time.monotonic()
+        dirty = False
+        while True:
+            timeout = max(0.0, self._flush_secs - (time.monotonic() - last_flush))
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = _FLUSH
+            if item is _STOP:
+                self._flush_file()
+                return
+            if item is _FLUSH:
+                if dirty:
+                    self._flush_file()
+                    dirty = False
+                last_flush = time.monotonic()
+                continue
+            if self.failed is None:
+                self._write_item(item)
+                dirty = True
+            if time.monotonic() - last_flush >= self._flush_secs:
+                self._flush_file()
+                dirty = False
+                last_flush = time.monotonic()
+
+    def _write_item(self, item):
+        step, wall_time, builder, args = item
+        try:
+            value = builder(*args)
+        except Exception:  # a bad value must not stop the writer
+            logger.exception("tb-mindspore: could not build a summary for step %d", step)
+            return
+        if value is None:
+            return
+        self._write_event(event_pb2.Event(wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=[value])))
+
+    def _write_event(self, event):
+        try:
+            with self._lock:
+                self._file.write(records.frame(event.SerializeToString()))
+        except OSError as e:
+            self._fail(e)
+
+    def _flush_file(self):
+        try:
+            with self._lock:
+                if not self._file.closed:
+                    self._file.flush()
+        except OSError as e:
+            self._fail(e)
+
+    def _fail(self, error):
+        if self.failed is None:
+            self.failed = error
+            logger.warning("tb-mindspore: stopped writing %s (%s); training continues without monitoring",
+                           self.path, error)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+    def flush(self, timeout=10.0):
+        """Waits until everything submitted so far is written and flushed (at most ``timeout`` seconds)."""
+        if self._closed:
+            return
+        deadline = time.monotonic() + timeout
+        while not self._queue.empty() and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.005)
+        # One more round trip so the item being written is finished.
+        done = threading.Event()
+        try:
+            self._queue.put((-1, 0.0, _mark_done, (done,)), timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Full:
+            return
+        done.wait(max(0.0, deadline - time.monotonic()))
+        self._flush_file()
+
+    def close(self, timeout=30.0):
+        """Writes everything still queued, then closes the file. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            pass
+        self._thread.join(timeout)
+        with self._lock:
+            try:
+                self._file.flush()
+            except OSError as e:
+                self._fail(e)
+            finally:
+                self._file.close()
+        with _open_writers_lock:
+            _open_writers.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _mark_done(done):
+    done.set()
+    return None
+
+
+def close_all():
+    """Closes every open writer (used at exit and on signals)."""
+    with _open_writers_lock:
+        writers = list(_open_writers)
+    for w in writers:
+        try:
+            w.close()
+        except Exception:  # never let monitoring turn an exit into a crash
+            logger.exception("tb-mindspore: error while closing %s", getattr(w, "path", "?"))
+
+
+atexit.register(close_all)
+
+_installed_signals = {}
+
+
+def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
+    """On these signals, close all writers first, then run the handler that was there before.
+
+    Only possible from the main thread (Python's rule); elsewhere this does nothing and returns False.
+    Installing twice does not chain our handler to itself.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for sig in signals:
+        if sig in _installed_signals:
+            continue
+        previous = signal.getsignal(sig)
+
+        def handler(signum, frame, _previous=previous):
+            close_all()
+            if callable(_previous):
+                _previous(signum, frame)
+            elif _previous == signal.SIG_DFL:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(sig, handler)
+        _installed_signals[sig] = previous
+    return True
