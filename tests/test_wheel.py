@@ -1,0 +1,60 @@
+"""The built wheel, installed in a fresh virtual environment without MindSpore, gives a working tab."""
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+
+import pytest
+
+from tb_harness import fetch_json, free_port
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.slow
+def test_wheel_in_fresh_venv(tmp_path, recorded_logdir):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), REPO],
+                   check=True, timeout=600)
+    (wheel,) = dist.glob("tb_plugin_mindspore-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tb_plugin_mindspore/static/index.js" in names
+    assert any(n.startswith("tb_mindspore_callbacks/") for n in names)
+    assert not any(n.startswith(("callbacks/", "tests/", "frontend/")) for n in names)
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=900)
+    # Viewing needs no MindSpore.
+    assert subprocess.run([py, "-c", "import mindspore"], capture_output=True).returncode != 0
+
+    demo = subprocess.run([str(venv / "bin" / "tb-mindspore"), "demo", "--no-serve"], capture_output=True, text=True)
+    assert demo.returncode == 2 and "tb-plugin-mindspore[mindspore]" in demo.stderr
+    assert len(demo.stderr.strip().splitlines()) == 1
+
+    port = free_port()
+    proc = subprocess.Popen([str(venv / "bin" / "tensorboard"), "--logdir", str(recorded_logdir), "--port", str(port),
+                             "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = "http://127.0.0.1:%d" % port
+        deadline = time.time() + 90
+        while True:
+            try:
+                listing = fetch_json(base + "/data/plugins_listing")
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.5)
+        assert listing["mindspore"]["tab_name"] == "MindSpore"
+        with urllib.request.urlopen(base + "/data/plugin/mindspore/index.js") as r:
+            served = r.read()
+        assert served == zipfile.ZipFile(wheel).read("tb_plugin_mindspore/static/index.js")
+        assert fetch_json(base + "/data/plugin/mindspore/runs")["runs"] == ["run_a", "run_b"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
