@@ -1,0 +1,279 @@
+// One line chart (uPlot) with several runs: raw line (faint when smoothed), smoothed line, optional min/max band,
+// markers for non-finite steps, a tooltip with run / step / value / time, drag to zoom (double click resets).
+// update() keeps the zoom when only the data changed (live refresh); a change of runs or axes rebuilds the plot and
+// puts the zoomed x range back when the axis kind is the same.
+
+import uPlot from "uplot";
+import { withAlpha } from "../colors.js";
+import { el, clear } from "../dom.js";
+import { formatDuration, formatStep, formatValue, formatWallTime, X_AXIS_LABELS } from "./format.js";
+import { joinTables, nearestIndex, prepareSeries } from "./series.js";
+
+const FONT = '11px Roboto, "Helvetica Neue", Arial, sans-serif';
+const AXIS = { stroke: "#616161", font: FONT, grid: { stroke: "#eeeeee", width: 1 }, ticks: { stroke: "#e0e0e0", width: 1 } };
+const NONFINITE_COLOR = "#d93025";
+
+// Tick spacings: whole steps on a step axis, round durations on a relative-time axis.
+const STEP_INCRS = [];
+for (let p = 1; p <= 1e12; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);
+const DURATION_INCRS = [
+  0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600,
+  7200, 10800, 21600, 43200, 86400, 172800, 604800, 1209600, 2592000, 7776000, 31536000,
+];
+
+export class LineChart {
+  /**
+   * @param {HTMLElement} host  element the chart fills (its width is followed)
+   * @param {{height?: number}} options
+   */
+  constructor(host, { height = 220 } = {}) {
+    this.host = host;
+    this.height = height;
+    this.plot = null;
+    this.key = null;
+    this.entries = [];
+    this.opts = null;
+    this.zoomed = false;
+    this.xRange = null;
+    this.tooltip = el("div", { class: "ms-tooltip", role: "tooltip", "data-testid": "chart-tooltip", hidden: true });
+    this.canvasHost = el("div", { class: "ms-plot" });
+    host.append(this.canvasHost, this.tooltip);
+    this.resizeObserver = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.resize()) : null;
+    if (this.resizeObserver) this.resizeObserver.observe(host);
+  }
+
+  /**
+   * @param {{run: string, color: string, data: object}[]} runs  decoded scalars responses, one per visible run
+   * @param {{xAxis: string, logY: boolean, smoothing: number, showInterval: boolean}} opts
+   * @returns {{points: number, runs: number, nonfinite: number}}  what is drawn
+   */
+  update(runs, opts) {
+    this.opts = { ...opts };
+    const smoothOn = opts.smoothing > 0;
+    this.entries = runs.map((r) => ({ run: r.run, color: r.color, prep: prepareSeries(r.data, opts) }));
+    const withBand = (e) => opts.showInterval && e.prep.band !== null;
+    const key = JSON.stringify([
+      this.entries.map((e) => [e.run, e.color, withBand(e)]),
+      opts.xAxis,
+      opts.logY,
+      smoothOn,
+    ]);
+
+    const tables = [];
+    for (const e of this.entries) {
+      const cols = smoothOn ? [e.prep.raw, e.prep.smoothed] : [e.prep.raw];
+      tables.push({ xs: e.prep.xs, cols });
+      if (withBand(e)) tables.push({ xs: e.prep.band.xs, cols: [e.prep.band.hi, e.prep.band.lo] });
+    }
+    const joined = joinTables(tables);
+    const data = [joined.x, ...joined.cols];
+
+    const sameAxisKind = this.opts && this.key && JSON.parse(this.key)[1] === opts.xAxis;
+    if (this.plot && key === this.key) {
+      this.plot.setData(data, !this.zoomed);
+    } else {
+      const keepRange = this.zoomed && sameAxisKind && this.xRange ? this.xRange : null;
+      this.build(data, opts, smoothOn, withBand);
+      this.key = key;
+      if (keepRange) {
+        this.plot.setScale("x", keepRange);
+        this.zoomed = true;
+      } else {
+        this.zoomed = false;
+      }
+    }
+    this.host.dataset.zoomed = String(this.zoomed);
+    let points = 0;
+    let nonfinite = 0;
+    for (const e of this.entries) {
+      points += e.prep.finiteCount;
+      nonfinite += e.prep.nonfiniteXs.length;
+    }
+    return { points, runs: this.entries.length, nonfinite };
+  }
+
+  build(data, opts, smoothOn, withBand) {
+    if (this.plot) this.plot.destroy();
+    clear(this.canvasHost);
+    const series = [{ label: X_AXIS_LABELS[opts.xAxis] || "x" }];
+    const bands = [];
+    for (const e of this.entries) {
+      series.push({
+        label: e.run,
+        stroke: smoothOn ? withAlpha(e.color, 0.28) : e.color,
+        width: smoothOn ? 1 : 1.5,
+        spanGaps: true,
+        points: { show: false },
+      });
+      if (smoothOn) series.push({ label: e.run, stroke: e.color, width: 1.75, spanGaps: true, points: { show: false } });
+      if (withBand(e)) {
+        const hi = series.length;
+        const common = { stroke: "transparent", width: 0, spanGaps: true, points: { show: false } };
+        series.push({ label: e.run + " max", ...common }, { label: e.run + " min", ...common });
+        bands.push({ series: [hi, hi + 1], fill: withAlpha(e.color, 0.14) });
+      }
+    }
+    const xValues =
+      opts.xAxis === "step"
+        ? (u, splits) => splits.map((v) => (v === null ? "" : formatStep(v)))
+        : opts.xAxis === "relative"
+          ? (u, splits) => splits.map((v) => (v === null ? "" : formatDuration(v)))
+          : undefined;
+    const options = {
+      width: Math.max(this.host.clientWidth, 200),
+      height: this.height,
+      legend: { show: false },
+      padding: [12, 12, 0, 0],
+      scales: {
+        x: { time: opts.xAxis === "wall" },
+        y: opts.logY ? { distr: 3, log: 10 } : {},
+      },
+      axes: [
+        {
+          ...AXIS,
+          ...(xValues ? { values: xValues } : {}),
+          ...(opts.xAxis === "step" ? { incrs: STEP_INCRS } : opts.xAxis === "relative" ? { incrs: DURATION_INCRS } : {}),
+        },
+        { ...AXIS, size: 60, values: (u, splits) => splits.map((v) => (v === null ? "" : formatValue(v))) },
+      ],
+      cursor: {
+        drag: { x: true, y: false, setScale: true },
+        points: { show: false },
+        focus: { prox: 24 },
+      },
+      series,
+      bands,
+      hooks: {
+        setCursor: [(u) => this.showTooltip(u)],
+        setScale: [
+          (u, scale) => {
+            const { min, max } = u.scales[scale];
+            if (scale === "x") this.xRange = { min, max };
+            // Exposed for tests and for anyone inspecting the page.
+            this.host.dataset[scale + "Min"] = String(min);
+            this.host.dataset[scale + "Max"] = String(max);
+            this.host.dataset.zoomed = String(this.zoomed);
+          },
+        ],
+        setSelect: [
+          (u) => {
+            if (u.select.width > 0) {
+              this.zoomed = true;
+              this.host.dataset.zoomed = "true";
+            }
+          },
+        ],
+        draw: [(u) => this.drawNonFinite(u)],
+      },
+    };
+    this.plot = new uPlot(options, data, this.canvasHost);
+    this.plot.over.addEventListener("dblclick", () => {
+      this.zoomed = false;
+      this.host.dataset.zoomed = "false";
+    });
+    this.host.dataset.series = String(series.length - 1);
+    this.plot.over.addEventListener("mouseleave", () => {
+      this.tooltip.hidden = true;
+    });
+  }
+
+  drawNonFinite(u) {
+    const ctx = u.ctx;
+    const { left, top, width } = u.bbox;
+    const size = 5 * devicePixelRatio;
+    ctx.save();
+    for (const e of this.entries) {
+      if (!e.prep.nonfiniteXs.length) continue;
+      ctx.fillStyle = NONFINITE_COLOR;
+      ctx.strokeStyle = e.color;
+      ctx.lineWidth = devicePixelRatio;
+      for (const x of e.prep.nonfiniteXs) {
+        const px = u.valToPos(x, "x", true);
+        if (!(px >= left && px <= left + width)) continue;
+        ctx.beginPath();
+        ctx.moveTo(px - size, top);
+        ctx.lineTo(px + size, top);
+        ctx.lineTo(px, top + size * 1.6);
+        ctx.closePath();
+        ctx.fill();
+        ctx.stroke();
+      }
+    }
+    ctx.restore();
+  }
+
+  showTooltip(u) {
+    const left = u.cursor.left;
+    if (left === undefined || left === null || left < 0 || !this.entries.length) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const x = u.posToVal(left, "x");
+    const opts = this.opts;
+    const smoothOn = opts.smoothing > 0;
+    const rows = [];
+    for (const e of this.entries) {
+      const i = nearestIndex(e.prep.xs, x);
+      if (i < 0) continue;
+      rows.push({ e, i });
+    }
+    if (!rows.length) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    clear(this.tooltip);
+    const table = el("table", { class: "ms-tooltip-table" });
+    const head = el("tr", null, el("th", null, ""), el("th", { text: "Run" }));
+    if (smoothOn) head.append(el("th", { text: "Smoothed" }));
+    head.append(el("th", { text: "Value" }), el("th", { text: "Step" }), el("th", { text: "Time" }));
+    table.append(head);
+    for (const { e, i } of rows) {
+      const tr = el("tr", { "data-run": e.run });
+      tr.append(
+        el("td", null, el("span", { class: "ms-swatch", style: { background: e.color } })),
+        el("td", { class: "ms-tooltip-run", text: e.run }),
+      );
+      if (smoothOn) tr.append(el("td", { class: "ms-num", text: formatValue(e.prep.smoothedValues[i]) }));
+      const rel = e.prep.walls[i] - e.prep.walls[0];
+      tr.append(
+        el("td", { class: "ms-num", text: formatValue(e.prep.values[i]) }),
+        el("td", { class: "ms-num", text: String(e.prep.steps[i]) }),
+        el("td", {
+          class: "ms-num",
+          text: opts.xAxis === "relative" ? formatDuration(rel) : formatWallTime(e.prep.walls[i]),
+        }),
+      );
+      table.append(tr);
+    }
+    this.tooltip.append(table);
+    this.tooltip.hidden = false;
+    // Place it beside the cursor, inside the chart.
+    const plotLeft = u.over.offsetLeft;
+    const plotTop = u.over.offsetTop;
+    const tw = this.tooltip.offsetWidth;
+    const hostWidth = this.host.clientWidth;
+    let tx = plotLeft + left + 14;
+    if (tx + tw > hostWidth) tx = Math.max(0, plotLeft + left - tw - 14);
+    this.tooltip.style.left = `${tx}px`;
+    this.tooltip.style.top = `${plotTop + Math.max(0, (u.cursor.top || 0) - 10)}px`;
+  }
+
+  resetZoom() {
+    this.zoomed = false;
+    this.host.dataset.zoomed = "false";
+    if (this.plot) this.plot.setData(this.plot.data, true);
+  }
+
+  resize() {
+    if (!this.plot) return;
+    const width = Math.max(this.host.clientWidth, 200);
+    if (Math.abs(width - this.plot.width) > 1) this.plot.setSize({ width, height: this.height });
+  }
+
+  destroy() {
+    if (this.resizeObserver) this.resizeObserver.disconnect();
+    if (this.plot) this.plot.destroy();
+    this.plot = null;
+    clear(this.host);
+  }
+}

@@ -1,0 +1,115 @@
+// From a scalars response to what a line chart draws: x values for the chosen axis, raw and smoothed y, the
+// interval band, non-finite markers. Pure functions (unit tested without a browser).
+
+import { emaSmooth } from "./smoothing.js";
+
+/**
+ * @param {{points: number[][], interval: number[][]|null}} data  decoded scalars response
+ * @param {{xAxis: "step"|"relative"|"wall", smoothing: number, logY: boolean}} opts
+ * @returns {{xs, raw, smoothed, steps, walls, values, nonfiniteXs, finiteCount, band}}
+ *   raw / smoothed hold null where nothing can be drawn (non-finite, or <= 0 on a log axis).
+ */
+export function prepareSeries(data, opts) {
+  const points = (data.points || []).filter((p) => Number.isFinite(p[0]));
+  const xAxis = opts.xAxis || "step";
+  const wall0 = points.length ? firstFinite(points.map((p) => p[1])) : 0;
+  const xOf = (step, wall) => (xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : wall);
+
+  const rows = points.map((p) => ({ x: xOf(p[0], p[1]), step: p[0], wall: p[1], value: p[2] }));
+  rows.sort((a, b) => a.x - b.x || a.step - b.step);
+  const xs = [];
+  const steps = [];
+  const walls = [];
+  const values = [];
+  for (const r of rows) {
+    if (!Number.isFinite(r.x)) continue;
+    if (xs.length && xs[xs.length - 1] === r.x) {
+      // Two points at one x (a restarted run writing the same step again): the later one wins.
+      steps[steps.length - 1] = r.step;
+      walls[walls.length - 1] = r.wall;
+      values[values.length - 1] = r.value;
+      continue;
+    }
+    xs.push(r.x);
+    steps.push(r.step);
+    walls.push(r.wall);
+    values.push(r.value);
+  }
+
+  const smoothedValues = emaSmooth(values, opts.smoothing || 0);
+  const drawable = (v) => (Number.isFinite(v) && (!opts.logY || v > 0) ? v : null);
+  const raw = values.map(drawable);
+  const smoothed = smoothedValues.map(drawable);
+  const nonfiniteXs = [];
+  let finiteCount = 0;
+  for (let i = 0; i < values.length; i++) {
+    if (Number.isFinite(values[i])) finiteCount += 1;
+    else nonfiniteXs.push(xs[i]);
+  }
+
+  let band = null;
+  if (Array.isArray(data.interval) && data.interval.length) {
+    const wallOfStep = new Map();
+    for (let i = 0; i < steps.length; i++) wallOfStep.set(steps[i], walls[i]);
+    const bandRows = [];
+    for (const row of data.interval) {
+      const [step, lo, , hi] = row;
+      if (!Number.isFinite(step)) continue;
+      let x;
+      if (xAxis === "step") x = step;
+      else if (wallOfStep.has(step)) x = xOf(step, wallOfStep.get(step));
+      else continue;
+      bandRows.push({ x, lo: drawable(lo), hi: drawable(hi) });
+    }
+    bandRows.sort((a, b) => a.x - b.x);
+    if (bandRows.length) {
+      band = { xs: bandRows.map((r) => r.x), lo: bandRows.map((r) => r.lo), hi: bandRows.map((r) => r.hi) };
+    }
+  }
+
+  return { xs, raw, smoothed, steps, walls, values, smoothedValues, nonfiniteXs, finiteCount, band };
+}
+
+function firstFinite(arr) {
+  for (const v of arr) if (Number.isFinite(v)) return v;
+  return 0;
+}
+
+/**
+ * Aligns several (xs, ys...) tables on the union of their x values (uPlot wants one shared x array).
+ * @param {{xs: number[], cols: (number|null)[][]}[]} tables  each xs ascending
+ * @returns {{x: number[], cols: (number|null)[][]}}  cols in the order given, each as long as x
+ */
+export function joinTables(tables) {
+  const all = [];
+  for (const t of tables) for (const x of t.xs) all.push(x);
+  all.sort((a, b) => a - b);
+  const x = [];
+  for (const v of all) if (!x.length || x[x.length - 1] !== v) x.push(v);
+  const index = new Map();
+  for (let i = 0; i < x.length; i++) index.set(x[i], i);
+  const cols = [];
+  for (const t of tables) {
+    for (const col of t.cols) {
+      const out = new Array(x.length).fill(null);
+      for (let i = 0; i < t.xs.length; i++) out[index.get(t.xs[i])] = col[i] === undefined ? null : col[i];
+      cols.push(out);
+    }
+  }
+  return { x, cols };
+}
+
+/** Index in ascending xs of the value nearest to x (-1 if xs is empty). */
+export function nearestIndex(xs, x) {
+  const n = xs.length;
+  if (!n) return -1;
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
+  return lo;
+}

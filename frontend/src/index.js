@@ -1,0 +1,28 @@
+// Entry point of the MindSpore tab. TensorBoard loads this module in the plugin iframe and calls render().
+
+import uplotCss from "uplot/dist/uPlot.min.css?inline";
+import appCss from "./styles.css?inline";
+import { Dashboard } from "./views/dashboard.js";
+
+let dashboard = null;
+
+function injectStyles() {
+  if (document.getElementById("ms-styles")) return;
+  const style = document.createElement("style");
+  style.id = "ms-styles";
+  style.textContent = uplotCss + "\n" + appCss;
+  document.head.appendChild(style);
+}
+
+/** Builds the whole page into document.body. Calling it again keeps the page that is already there. */
+export function render() {
+  if (dashboard) return dashboard;
+  injectStyles();
+  document.documentElement.classList.add("ms-root");
+  const root = document.createElement("div");
+  root.id = "ms-root";
+  document.body.appendChild(root);
+  dashboard = new Dashboard(root);
+  dashboard.start();
+  return dashboard;
+}

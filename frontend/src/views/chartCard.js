@@ -1,0 +1,222 @@
+// One chart card of the dashboard: title, the line chart of every visible run that has the tag, per-series
+// CSV / JSON download, notes (downsampled, non-finite values). Data is fetched by the dashboard's store; the card
+// only asks for it when it is first scrolled into view.
+
+import { LineChart } from "../chart/lineChart.js";
+import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
+import { el, clear } from "../dom.js";
+
+export class ChartCard {
+  /**
+   * @param {{tag: string, displayName: string, tier: string, store: object, onNeedData: () => void}} options
+   */
+  constructor({ tag, displayName, tier, store }) {
+    this.tag = tag;
+    this.tier = tier;
+    this.store = store;
+    this.active = false;
+    this.generation = 0;
+    this.lastRuns = [];
+
+    this.chartHost = el("div", {
+      class: "ms-chart",
+      "data-testid": "chart",
+      "data-tag": tag,
+      "data-tier": tier,
+      "data-run-count": "0",
+      "data-state": "idle",
+    });
+    this.status = el("div", { class: "ms-chart-status", "data-testid": "chart-status" });
+    this.notes = el("div", { class: "ms-chart-notes", "data-testid": "chart-notes" });
+    this.menu = el("div", { class: "ms-menu", role: "menu", hidden: true, "data-testid": "download-menu" });
+    this.menuButton = el("button", {
+      type: "button",
+      class: "ms-icon-button",
+      title: "Download data",
+      "aria-label": "Download data",
+      "aria-haspopup": "menu",
+      "data-testid": "download-button",
+      text: "⤓",
+      on: { click: (ev) => this.toggleMenu(ev) },
+    });
+    const resetButton = el("button", {
+      type: "button",
+      class: "ms-icon-button",
+      title: "Reset zoom (or double-click the chart)",
+      "aria-label": "Reset zoom",
+      "data-testid": "reset-zoom",
+      text: "⤢",
+      on: { click: () => this.chart && this.chart.resetZoom() },
+    });
+    this.titleEl = el("div", { class: "ms-card-title", "data-testid": "chart-title", text: displayName, title: tag });
+    this.element = el(
+      "div",
+      { class: "ms-card", "data-testid": "chart-card", "data-tag": tag },
+      el(
+        "div",
+        { class: "ms-card-header" },
+        el("div", { class: "ms-card-titles" }, this.titleEl, el("div", { class: "ms-card-subtitle", text: tag })),
+        el("div", { class: "ms-card-actions" }, resetButton, el("div", { class: "ms-menu-wrap" }, this.menuButton, this.menu)),
+      ),
+      this.chartHost,
+      this.status,
+      this.notes,
+    );
+    this.chart = null;
+    this.onDocClick = (ev) => {
+      if (!this.menu.hidden && !this.menu.parentNode.contains(ev.target)) this.menu.hidden = true;
+    };
+    document.addEventListener("click", this.onDocClick);
+  }
+
+  setDisplayName(name) {
+    this.titleEl.textContent = name;
+  }
+
+  /**
+   * Draws the chart for these runs. Fetches what is missing (or everything when refresh is set).
+   * @param {{run: string, color: string}[]} runs
+   * @param {object} opts  chart options (xAxis, logY, smoothing, showInterval)
+   * @param {{refresh?: boolean}} how
+   */
+  async draw(runs, opts, { refresh = false } = {}) {
+    this.lastRuns = runs;
+    this.lastOpts = opts;
+    if (!this.active) return;
+    const generation = ++this.generation;
+    this.chartHost.dataset.runCount = String(runs.length);
+    if (!runs.length) {
+      this.showStatus("No selected run has this tag.");
+      this.drawRuns([], opts);
+      this.chartHost.dataset.state = "empty";
+      return;
+    }
+    const pending = runs.some((r) => !this.store.has(r.run, this.tag));
+    if (pending && !this.chart) {
+      this.chartHost.dataset.state = "loading";
+      this.showStatus("Loading…");
+    }
+    const results = await Promise.all(
+      runs.map((r) =>
+        this.store
+          .get(r.run, this.tag, { refresh })
+          .then((data) => ({ ...r, data }))
+          .catch((error) => ({ ...r, error })),
+      ),
+    );
+    if (generation !== this.generation) return; // a newer draw started meanwhile
+    const ok = results.filter((r) => r.data);
+    const failed = results.filter((r) => r.error);
+    this.drawRuns(ok, opts);
+    if (failed.length && !ok.length) {
+      this.chartHost.dataset.state = "error";
+      this.showStatus(`Could not load ${this.tag}: ${failed[0].error.message}`, true);
+    } else {
+      this.chartHost.dataset.state = "drawn";
+      this.showStatus(failed.length ? `Could not load ${failed.map((f) => f.run).join(", ")}: ${failed[0].error.message}` : "", failed.length > 0);
+    }
+  }
+
+  drawRuns(runs, opts) {
+    if (!this.chart) this.chart = new LineChart(this.chartHost, { height: 220 });
+    const drawn = this.chart.update(runs.map((r) => ({ run: r.run, color: r.color, data: r.data })), opts);
+    this.chartHost.dataset.runCount = String(drawn.runs);
+    this.chartHost.dataset.points = String(drawn.points);
+    this.chartHost.dataset.nonfinite = String(drawn.nonfinite);
+    this.renderNotes(runs, drawn);
+    this.renderMenu(runs);
+  }
+
+  renderNotes(runs, drawn) {
+    clear(this.notes);
+    const downsampled = runs.filter((r) => r.data.downsampled);
+    if (downsampled.length) {
+      const total = downsampled.reduce((s, r) => s + r.data.total_points, 0);
+      const shown = downsampled.reduce((s, r) => s + r.data.points.length, 0);
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          title: "Each bucket keeps its minimum and maximum, so single-step spikes stay visible.",
+          text: `${shown.toLocaleString()} of ${total.toLocaleString()} points (min/max kept)`,
+        }),
+      );
+    }
+    if (drawn.nonfinite) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note ms-note-bad",
+          "data-testid": "nonfinite-note",
+          title: "Steps whose value is NaN or ±Inf are marked with a red triangle at the top of the chart.",
+          text: `${drawn.nonfinite} non-finite value${drawn.nonfinite === 1 ? "" : "s"} (NaN/Inf)`,
+        }),
+      );
+    }
+  }
+
+  renderMenu(runs) {
+    clear(this.menu);
+    this.menuButton.disabled = !runs.length;
+    for (const r of runs) {
+      const row = el(
+        "div",
+        { class: "ms-menu-row", "data-run": r.run },
+        el("span", { class: "ms-swatch", style: { background: r.color } }),
+        el("span", { class: "ms-menu-run", text: r.run, title: r.run }),
+        el("button", {
+          type: "button",
+          class: "ms-link-button",
+          "data-testid": "download-csv",
+          "data-run": r.run,
+          text: "CSV",
+          on: { click: () => this.download(r.run, "csv") },
+        }),
+        el("button", {
+          type: "button",
+          class: "ms-link-button",
+          "data-testid": "download-json",
+          "data-run": r.run,
+          text: "JSON",
+          on: { click: () => this.download(r.run, "json") },
+        }),
+      );
+      this.menu.append(row);
+    }
+  }
+
+  toggleMenu(ev) {
+    ev.stopPropagation();
+    this.menu.hidden = !this.menu.hidden;
+  }
+
+  async download(run, format) {
+    this.menu.hidden = true;
+    let data;
+    try {
+      data = await this.store.getFull(run, this.tag);
+    } catch (e) {
+      this.showStatus(`Download failed: ${e.message}`, true);
+      return;
+    }
+    if (format === "csv") saveText(downloadName(run, this.tag, "csv"), seriesToCsv(data), "text/csv");
+    else saveText(downloadName(run, this.tag, "json"), seriesToJson(data), "application/json");
+  }
+
+  showStatus(text, isError = false) {
+    this.status.textContent = text;
+    this.status.hidden = !text;
+    this.status.classList.toggle("ms-error", isError);
+  }
+
+  /** First time in view: start fetching. */
+  activate() {
+    if (this.active) return;
+    this.active = true;
+    this.draw(this.lastRuns, this.lastOpts);
+  }
+
+  destroy() {
+    document.removeEventListener("click", this.onDocClick);
+    if (this.chart) this.chart.destroy();
+    this.element.remove();
+  }
+}

@@ -1,0 +1,414 @@
+// The dashboard view: header, settings and run selector on the left, the tier sections (Core, Diagnostic, Debug,
+// Other) with one chart card per tag on the right, or the empty state when there is nothing to draw.
+// refresh() re-reads status, runs and tags and updates cards in place (zoom, selection and scroll survive).
+
+import { fetchRuns, fetchStatus, fetchTags } from "../api.js";
+import { RunColors } from "../colors.js";
+import { el, clear } from "../dom.js";
+import { connectToHost } from "../host.js";
+import { loadSettings, saveSettings } from "../settings.js";
+import { SeriesStore } from "../store.js";
+import { ChartCard } from "./chartCard.js";
+import { renderEmptyState } from "./emptyState.js";
+import { RunSelector } from "./runSelector.js";
+import { SettingsPanel } from "./settingsPanel.js";
+
+const TIER_INFO = {
+  core: { title: "Core", subtitle: "Is training progressing? Loss, learning rate, gradient norm, speed." },
+  diagnostic: { title: "Diagnostic", subtitle: "Is it healthy? Evaluation, weight norms, loss scale." },
+  debug: { title: "Debug", subtitle: "Where does it go wrong? Per-layer and timing detail." },
+  other: { title: "Other", subtitle: "Scalars outside the tier scheme." },
+};
+
+// Core charts first in the order people read them; everything else by tag name.
+const CORE_ORDER = [
+  "core/loss",
+  "core/learning_rate",
+  "core/grad_norm",
+  "core/loss_scale",
+  "core/overflow_steps",
+  "core/step_time_ms",
+  "core/throughput",
+];
+
+function tagRank(tag) {
+  for (let i = 0; i < CORE_ORDER.length; i++) {
+    if (tag === CORE_ORDER[i] || tag.startsWith(CORE_ORDER[i] + "/")) return i;
+  }
+  return CORE_ORDER.length;
+}
+
+export function compareTags(a, b) {
+  return tagRank(a) - tagRank(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+// What fills a tier, for the note shown when a tier has no series in the runs.
+const EMPTY_TIER_NOTES = {
+  core: "No core series in these runs. The plugin's training callback records loss, learning rate, gradient norm, step time and throughput here.",
+  diagnostic: "No diagnostic series in these runs (evaluation loss and metrics, weight norms, loss scale). They appear here once the callbacks record them.",
+  debug: "No debug series in these runs (per-layer statistics, data wait time). They appear here once the callbacks record them.",
+};
+
+const REFRESH_MS = 30000;
+const EMPTY_REFRESH_MS = 5000;
+
+export class Dashboard {
+  constructor(root) {
+    this.root = root;
+    this.settings = loadSettings();
+    this.colors = new RunColors();
+    this.store = new SeriesStore();
+    this.runs = [];
+    this.tagIndex = new Map(); // tag -> {tier, displayName, runs: Set}
+    this.tiers = ["core", "diagnostic", "debug", "other"];
+    this.sections = new Map(); // tier -> {element, grid, count, cards: Map}
+    this.cards = new Map(); // tag -> ChartCard
+    this.refreshing = null;
+    this.refreshAgain = false;
+    this.lastRefresh = 0;
+    this.timer = null;
+    this.redrawQueued = false;
+    this.buildLayout();
+  }
+
+  buildLayout() {
+    this.logdirEl = el("code", { class: "ms-logdir", "data-testid": "logdir" });
+    this.updatedEl = el("span", { class: "ms-muted", "data-testid": "last-updated" });
+    this.autoRefresh = el("input", {
+      type: "checkbox",
+      "data-testid": "auto-refresh",
+      checked: this.settings.autoRefresh,
+      on: {
+        change: () => {
+          this.settings.autoRefresh = this.autoRefresh.checked;
+          this.persist();
+          this.scheduleTimer();
+        },
+      },
+    });
+    const refreshButton = el("button", {
+      type: "button",
+      class: "ms-button",
+      "data-testid": "refresh",
+      title: "Reload data",
+      text: "Refresh",
+      on: { click: () => this.refresh() },
+    });
+    const header = el(
+      "header",
+      { class: "ms-header", "data-testid": "header" },
+      el(
+        "div",
+        { class: "ms-brand" },
+        el("span", { class: "ms-brand-mark", "aria-hidden": "true" }),
+        el("h1", { class: "ms-title", text: "MindSpore" }),
+        el("span", { class: "ms-subtitle", text: "training dashboard" }),
+      ),
+      el("div", { class: "ms-header-meta" }, this.logdirEl),
+      el(
+        "div",
+        { class: "ms-header-actions" },
+        this.updatedEl,
+        el("label", { class: "ms-check", title: "Reload every 30 s and whenever TensorBoard reloads" }, this.autoRefresh, el("span", { text: "Auto-refresh" })),
+        refreshButton,
+      ),
+    );
+
+    this.settingsPanel = new SettingsPanel({ settings: this.settings, onChange: (what) => this.onSettingsChange(what) });
+    this.deselected = new Set(this.settings.deselectedRuns);
+    this.runSelector = new RunSelector({
+      deselected: this.deselected,
+      filter: this.settings.runFilter,
+      onChange: () => {
+        this.settings.runFilter = this.runSelector.filterText;
+        this.settings.deselectedRuns = [...this.deselected];
+        this.persist();
+        this.redrawAll();
+      },
+    });
+    this.sidebar = el("aside", { class: "ms-sidebar", "data-testid": "sidebar" }, this.settingsPanel.element, this.runSelector.element);
+
+    this.banner = el("div", { class: "ms-banner", role: "alert", "data-testid": "error-banner", hidden: true });
+    this.emptyHost = el("div", { class: "ms-empty-host", hidden: true });
+    this.sectionsHost = el("div", { class: "ms-sections", "data-testid": "sections" });
+    this.loading = el("div", { class: "ms-loading", "data-testid": "loading", text: "Loading…" });
+    this.main = el("main", { class: "ms-main", "data-testid": "main" }, this.banner, this.loading, this.emptyHost, this.sectionsHost);
+
+    this.app = el(
+      "div",
+      { class: "ms-app", "data-testid": "mindspore-dashboard", "data-state": "loading" },
+      header,
+      el("div", { class: "ms-body" }, this.sidebar, this.main),
+    );
+    clear(this.root);
+    this.root.append(this.app);
+
+    this.observer =
+      typeof IntersectionObserver !== "undefined"
+        ? new IntersectionObserver((entries) => this.onIntersect(entries), { root: this.main, rootMargin: "400px 0px" })
+        : null;
+  }
+
+  async start() {
+    this.hostConnected = connectToHost(() => this.refresh({ fromHost: true }));
+    await this.refresh();
+  }
+
+  persist() {
+    saveSettings(this.settings);
+  }
+
+  chartOptions() {
+    const s = this.settings;
+    return { xAxis: s.xAxis, logY: s.logY, smoothing: s.smoothing, showInterval: s.showInterval };
+  }
+
+  onSettingsChange() {
+    this.persist();
+    // Smoothing slider fires many input events: draw once per frame.
+    if (this.redrawQueued) return;
+    this.redrawQueued = true;
+    requestAnimationFrame(() => {
+      this.redrawQueued = false;
+      this.redrawAll();
+    });
+  }
+
+  /** Re-reads status, runs and tags, then every card that is on screen. Calls made meanwhile are merged. */
+  refresh(opts = {}) {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = this.doRefresh(opts).finally(() => {
+      this.refreshing = null;
+      this.lastRefresh = Date.now();
+      this.scheduleTimer();
+      if (this.refreshAgain) {
+        this.refreshAgain = false;
+        this.refresh();
+      }
+    });
+    return this.refreshing;
+  }
+
+  async doRefresh({ fromHost = false } = {}) {
+    const isFirst = this.app.dataset.state === "loading";
+    this.refreshCount = (this.refreshCount || 0) + 1;
+    this.app.dataset.refreshCount = String(this.refreshCount);
+    this.app.dataset.refreshSource = fromHost ? "tensorboard" : "page";
+    const [statusR, runsR, tagsR] = await Promise.allSettled([fetchStatus(), fetchRuns(), fetchTags()]);
+    const status = statusR.status === "fulfilled" ? statusR.value : null;
+    this.status = status;
+    this.loading.hidden = true;
+    if (status) this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
+    this.logdirEl.title = status && status.logdir ? "Log directory: " + status.logdir : "";
+
+    if (runsR.status === "rejected" || tagsR.status === "rejected") {
+      const error = (runsR.reason || tagsR.reason || {}).message || "request failed";
+      if (isFirst || !this.cards.size) {
+        this.showEmpty(status, error);
+      } else {
+        this.showBanner(`Could not refresh: ${error}`);
+      }
+      return;
+    }
+    this.showBanner("");
+    const tags = tagsR.value;
+    const runs = runsR.value.filter((r) => r in tags.runs).concat(Object.keys(tags.runs).filter((r) => !runsR.value.includes(r)));
+    this.tiers = tags.tiers;
+    this.updateTagIndex(tags);
+
+    if ((status && status.has_data === false) || this.tagIndex.size === 0) {
+      const why =
+        status && status.has_data === false
+          ? status
+          : {
+              ...(status || {}),
+              reason: "no_scalars",
+              message: "The runs under this log directory hold no scalar series this tab can draw.",
+            };
+      this.showEmpty(why, null);
+      this.setRuns(runs);
+      return;
+    }
+    this.emptyHost.hidden = true;
+    this.sectionsHost.hidden = false;
+    this.sidebar.hidden = false;
+    this.app.dataset.state = "ready";
+    this.setRuns(runs);
+    this.reconcileCards();
+    this.updatedEl.textContent = "Updated " + new Date().toLocaleTimeString();
+    this.redrawAll({ refresh: !isFirst });
+  }
+
+  showEmpty(status, error) {
+    this.app.dataset.state = "empty";
+    this.sectionsHost.hidden = true;
+    this.sidebar.hidden = true;
+    clear(this.emptyHost).append(renderEmptyState(status, error));
+    this.emptyHost.hidden = false;
+  }
+
+  showBanner(text) {
+    this.banner.textContent = text;
+    this.banner.hidden = !text;
+  }
+
+  setRuns(runs) {
+    const same = runs.length === this.runs.length && runs.every((r, i) => r === this.runs[i]);
+    this.runs = runs;
+    const colors = this.colors.update(runs);
+    if (!same) this.runSelector.setRuns(runs, colors);
+    this.store.retain((run, tag) => runs.includes(run) && this.tagIndex.has(tag));
+  }
+
+  updateTagIndex(tags) {
+    const index = new Map();
+    for (const [run, byTier] of Object.entries(tags.runs)) {
+      for (const tier of tags.tiers) {
+        for (const t of byTier[tier] || []) {
+          if (t.kind && t.kind !== "scalar") continue;
+          let info = index.get(t.tag);
+          if (!info) {
+            info = { tier, displayName: t.display_name, runs: new Set(), interval: false };
+            index.set(t.tag, info);
+          }
+          info.runs.add(run);
+          info.interval = info.interval || t.interval;
+        }
+      }
+    }
+    this.tagIndex = index;
+  }
+
+  section(tier) {
+    let s = this.sections.get(tier);
+    if (s) return s;
+    const info = TIER_INFO[tier] || { title: tier, subtitle: "" };
+    const collapsed = Boolean(this.settings.collapsed[tier]);
+    const count = el("span", { class: "ms-section-count", "data-testid": "section-count" });
+    const toggle = el(
+      "button",
+      {
+        type: "button",
+        class: "ms-section-toggle",
+        "aria-expanded": String(!collapsed),
+        "data-testid": "section-toggle",
+        on: { click: () => this.setCollapsed(tier, toggle.getAttribute("aria-expanded") === "true") },
+      },
+      el("span", { class: "ms-chevron", "aria-hidden": "true" }),
+      el("span", { class: "ms-section-title", text: info.title }),
+      count,
+      el("span", { class: "ms-section-subtitle", text: info.subtitle }),
+    );
+    const grid = el("div", { class: "ms-grid", "data-testid": "section-grid" });
+    const body = el("div", { class: "ms-section-body", hidden: collapsed }, grid);
+    const element = el(
+      "section",
+      { class: "ms-section", "data-testid": "tier-section", "data-tier": tier, "data-collapsed": String(collapsed) },
+      el("h2", { class: "ms-section-header" }, toggle),
+      body,
+    );
+    s = { element, grid, body, toggle, count, cards: new Map() };
+    this.sections.set(tier, s);
+    return s;
+  }
+
+  setCollapsed(tier, collapsed) {
+    const s = this.section(tier);
+    this.settings.collapsed[tier] = collapsed;
+    this.persist();
+    s.toggle.setAttribute("aria-expanded", String(!collapsed));
+    s.element.dataset.collapsed = String(collapsed);
+    s.body.hidden = collapsed;
+    if (!collapsed) for (const card of s.cards.values()) card.chart && card.chart.resize();
+  }
+
+  reconcileCards() {
+    // Remove cards of tags that are gone (or moved tier), add new ones in order.
+    for (const [tag, card] of [...this.cards]) {
+      const info = this.tagIndex.get(tag);
+      if (!info || info.tier !== card.tier) {
+        if (this.observer) this.observer.unobserve(card.element);
+        card.destroy();
+        this.cards.delete(tag);
+        for (const s of this.sections.values()) s.cards.delete(tag);
+      }
+    }
+    const byTier = new Map();
+    for (const [tag, info] of this.tagIndex) {
+      if (!byTier.has(info.tier)) byTier.set(info.tier, []);
+      byTier.get(info.tier).push(tag);
+    }
+    const order = this.tiers.concat([...byTier.keys()].filter((t) => !this.tiers.includes(t)));
+    clear(this.sectionsHost);
+    for (const tier of order) {
+      const tags = (byTier.get(tier) || []).sort(compareTags);
+      if (!tags.length && !EMPTY_TIER_NOTES[tier]) continue; // "other" only shows when it has tags
+      const s = this.section(tier);
+      this.sectionsHost.append(s.element);
+      s.count.textContent = String(tags.length);
+      if (!tags.length) {
+        s.element.dataset.empty = "true";
+        clear(s.grid).append(el("div", { class: "ms-tier-empty", "data-testid": "tier-empty", text: EMPTY_TIER_NOTES[tier] }));
+        continue;
+      }
+      s.element.dataset.empty = "false";
+      const placeholder = s.grid.querySelector(".ms-tier-empty");
+      if (placeholder) placeholder.remove();
+      for (const tag of tags) {
+        let card = this.cards.get(tag);
+        const info = this.tagIndex.get(tag);
+        if (!card) {
+          card = new ChartCard({ tag, displayName: info.displayName, tier, store: this.store });
+          this.cards.set(tag, card);
+          s.cards.set(tag, card);
+          if (this.observer) this.observer.observe(card.element);
+        } else {
+          card.setDisplayName(info.displayName);
+        }
+        s.grid.append(card.element); // appending again keeps the order; the element and its chart stay
+      }
+      if (!this.observer) for (const card of s.cards.values()) card.activate();
+    }
+  }
+
+  onIntersect(entries) {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const card = [...this.cards.values()].find((c) => c.element === entry.target);
+      if (card) {
+        this.observer.unobserve(entry.target);
+        card.activate();
+      }
+    }
+  }
+
+  runsForTag(tag) {
+    const info = this.tagIndex.get(tag);
+    if (!info) return [];
+    return this.runSelector
+      .visibleRuns()
+      .filter((r) => info.runs.has(r))
+      .map((r) => ({ run: r, color: this.colors.color(r) }));
+  }
+
+  redrawAll({ refresh = false } = {}) {
+    const opts = this.chartOptions();
+    for (const [tag, card] of this.cards) card.draw(this.runsForTag(tag), opts, { refresh });
+  }
+
+  scheduleTimer() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!this.settings.autoRefresh) return;
+    const delay = this.app.dataset.state === "empty" ? EMPTY_REFRESH_MS : REFRESH_MS;
+    this.timer = setTimeout(() => {
+      // TensorBoard's own reload may just have refreshed us; a hidden page waits until it is seen again.
+      const hidden = typeof document !== "undefined" && document.hidden;
+      if (hidden || Date.now() - this.lastRefresh < delay / 2) this.scheduleTimer();
+      else this.refresh();
+    }, delay);
+  }
+}
