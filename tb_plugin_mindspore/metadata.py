@@ -63,6 +63,11 @@ KIND_INTERVAL = "interval"
 KIND_LAYERS = "layers"
 KIND_RUN_INFO = "run_info"
 KINDS = (KIND_INTERVAL, KIND_LAYERS, KIND_RUN_INFO)
+# Appended for MindSpore's own summary data (``tb-mindspore convert``): a loss landscape as one JSON string tensor
+# (the dict of ``reading.ms_files.landscape_dict``), and a TensorSummary tensor with its MindSpore dtype.
+KIND_LANDSCAPE = "landscape"
+KIND_TENSOR = "tensor"
+KINDS = KINDS + (KIND_LANDSCAPE, KIND_TENSOR)
 
 # Order of the values in an interval tensor.
 INTERVAL_FIELDS = ("min", "mean", "max", "count", "nonfinite")

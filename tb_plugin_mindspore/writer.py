@@ -9,6 +9,11 @@ return. A background thread builds the protos (``summary.py``), frames them (``r
 * ``close()`` drains the queue and is safe to call twice; all open writers are closed at interpreter exit and, if
   :func:`install_signal_handlers` was called, on SIGINT / SIGTERM before the previous handlers run.
 * A write error (disk full, permissions) stops this writer with one warning; training goes on.
+* Optional size-based rotation (``max_file_bytes``): the file is closed and a new part
+  ``<name>.part0001``, ``.part0002``, ... is started (names sort in write order, as TensorBoard reads them).
+* Optional budget for the whole run folder (``max_run_bytes``): after a rotation, the oldest closed parts of this
+  writer are removed, with a log line, until the folder fits. Run-level values written with ``sticky=True`` (run
+  info, hparams) are written again into the current part when the part holding them is removed.
 """
 
 import atexit
@@ -33,6 +38,23 @@ _open_writers = weakref.WeakSet()
 _open_writers_lock = threading.Lock()
 
 
+def check_sizes(max_file_bytes=None, max_run_bytes=None):
+    """Validates rotation / budget sizes; returns ``(max_file_bytes, max_run_bytes)`` with the default part size.
+
+    Raises ValueError for a size below 1 KiB or a budget smaller than two parts.
+    """
+    for name, value in (("max_file_bytes", max_file_bytes), ("max_run_bytes", max_run_bytes)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1024):
+            raise ValueError("%s must be None or an int >= 1024, got %r" % (name, value))
+    if max_run_bytes is not None:
+        if max_file_bytes is None:
+            max_file_bytes = max(1024, min(64 << 20, max_run_bytes // 4))
+        if max_file_bytes * 2 > max_run_bytes:
+            raise ValueError("max_run_bytes (%d) must be at least twice max_file_bytes (%d)"
+                             % (max_run_bytes, max_file_bytes))
+    return max_file_bytes, max_run_bytes
+
+
 class SummaryWriter:
     """Writes one event file (``events.out.tfevents.<time>.<host>.<pid>.<n>``) in ``logdir``.
 
@@ -40,23 +62,35 @@ class SummaryWriter:
       logdir: folder of the run; created if missing.
       flush_secs: longest time a recorded value waits in memory before it reaches the file.
       max_queue: items that may wait for the writer thread; more are dropped and counted.
+      max_file_bytes: start a new part when the current file reaches this size (None: never rotate). With only
+        ``max_run_bytes`` set, parts are a quarter of the budget (at most 64 MiB).
+      max_run_bytes: budget for all files under ``logdir``; oldest closed parts of this writer are removed first.
     """
 
     _counter = 0
+    _counter_lock = threading.Lock()
 
-    def __init__(self, logdir, flush_secs=2.0, max_queue=10000):
+    def __init__(self, logdir, flush_secs=2.0, max_queue=10000, max_file_bytes=None, max_run_bytes=None):
         if flush_secs <= 0:
             raise ValueError("flush_secs must be > 0, got %r" % (flush_secs,))
         if max_queue < 1:
             raise ValueError("max_queue must be >= 1, got %r" % (max_queue,))
+        max_file_bytes, max_run_bytes = check_sizes(max_file_bytes, max_run_bytes)
         self.logdir = str(logdir)
         os.makedirs(self.logdir, exist_ok=True)
-        SummaryWriter._counter += 1
-        name = "events.out.tfevents.%010d.%s.%d.%d" % (
-            int(time.time()), socket.gethostname(), os.getpid(), SummaryWriter._counter,
-        )
-        self.path = os.path.join(self.logdir, name)
-        self._file = open(self.path, "ab")
+        with SummaryWriter._counter_lock:
+            SummaryWriter._counter += 1
+            counter = SummaryWriter._counter
+        name = "events.out.tfevents.%010d.%s.%d.%d" % (int(time.time()), socket.gethostname(), os.getpid(), counter)
+        self.base_path = os.path.join(self.logdir, name)
+        self.path = self.base_path
+        self.parts = [self.path]    # every part this writer made that still exists, oldest first
+        self.removed_parts = []
+        self.max_file_bytes = max_file_bytes
+        self.max_run_bytes = max_run_bytes
+        self._part_index = 0
+        self._file_bytes = 0
+        self._sticky = []           # [event bytes, part]: written again when the part holding them is removed
         self._flush_secs = float(flush_secs)
         self._queue = queue.Queue(maxsize=max_queue)
         self.dropped = 0
@@ -64,8 +98,13 @@ class SummaryWriter:
         self._last_drop_warning = 0.0
         self._closed = False
         self._lock = threading.Lock()
-        self._write_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
-        self._file.flush()
+        self._file = None
+        try:
+            self._file = open(self.path, "ab")
+            self._write_header()
+            self._file.flush()
+        except OSError as e:
+            self._fail(e)
         self._thread = threading.Thread(target=self._run, name="tb-mindspore-writer", daemon=True)
         self._thread.start()
         with _open_writers_lock:
@@ -85,16 +124,21 @@ class SummaryWriter:
         self._submit(step, wall_time, summary.histogram, (tag, values))
 
     def run_info(self, info, step=0):
-        self._submit(step, None, summary.run_info, (dict(info),))
+        """Run-level facts (``_meta/run_info``); kept in the folder even when old parts are removed."""
+        self._submit(step, None, summary.run_info, (dict(info),), sticky=True)
 
-    def value(self, value_proto, step, wall_time=None):
+    def hparams(self, hparams, step=0, start_time=None):
+        """Hyperparameters in TensorBoard's HParams format (the HParams tab shows the run)."""
+        self._submit(step, None, summary.hparams_values, (dict(hparams), start_time), sticky=True)
+
+    def value(self, value_proto, step, wall_time=None, sticky=False):
         """Writes an already built ``Summary.Value`` (for kinds with their own builders)."""
-        self._submit(step, wall_time, lambda v: v, (value_proto,))
+        self._submit(step, wall_time, lambda v: v, (value_proto,), sticky=sticky)
 
-    def _submit(self, step, wall_time, builder, args):
+    def _submit(self, step, wall_time, builder, args, sticky=False):
         if self._closed or self.failed is not None:
             return
-        item = (int(step), time.time() if wall_time is None else float(wall_time), builder, args)
+        item = (int(step), time.time() if wall_time is None else float(wall_time), builder, args, sticky)
         try:
             self._queue.put_nowait(item)
         except queue.Full:
@@ -126,6 +170,9 @@ class SummaryWriter:
                     dirty = False
                 last_flush = time.monotonic()
                 continue
+            if item[2] is _mark_done:
+                _mark_done(*item[3])
+                continue
             if self.failed is None:
                 self._write_item(item)
                 dirty = True
@@ -135,7 +182,7 @@ class SummaryWriter:
                 last_flush = time.monotonic()
 
     def _write_item(self, item):
-        step, wall_time, builder, args = item
+        step, wall_time, builder, args, sticky = item
         try:
             value = builder(*args)
         except Exception:  # a bad value must not stop the writer
@@ -143,19 +190,36 @@ class SummaryWriter:
             return
         if value is None:
             return
-        self._write_event(event_pb2.Event(wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=[value])))
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        event = event_pb2.Event(wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=values))
+        data = records.frame(event.SerializeToString())
+        if sticky:
+            self._sticky.append([data, self.path])
+        self._write_bytes(data)
+        if self.max_file_bytes is not None and self._file_bytes >= self.max_file_bytes and self.failed is None:
+            self._rotate()
+
+    def _write_header(self):
+        header = event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
+        self._write_bytes(records.frame(header.SerializeToString()))
 
     def _write_event(self, event):
+        self._write_bytes(records.frame(event.SerializeToString()))
+
+    def _write_bytes(self, data):
+        if self.failed is not None or self._file is None:
+            return
         try:
             with self._lock:
-                self._file.write(records.frame(event.SerializeToString()))
+                self._file.write(data)
+                self._file_bytes += len(data)
         except OSError as e:
             self._fail(e)
 
     def _flush_file(self):
         try:
             with self._lock:
-                if not self._file.closed:
+                if self._file is not None and not self._file.closed:
                     self._file.flush()
         except OSError as e:
             self._fail(e)
@@ -166,10 +230,47 @@ class SummaryWriter:
             logger.warning("tb-mindspore: stopped writing %s (%s); training continues without monitoring",
                            self.path, error)
 
+    # -- rotation and budget (writer thread) -----------------------------------------------------------------------
+    def _rotate(self):
+        try:
+            with self._lock:
+                self._file.flush()
+                self._file.close()
+                self._part_index += 1
+                self.path = "%s.part%04d" % (self.base_path, self._part_index)
+                self._file = open(self.path, "ab")
+                self._file_bytes = 0
+                self.parts.append(self.path)
+        except OSError as e:
+            self._fail(e)
+            return
+        self._write_header()
+        if self.max_run_bytes is not None:
+            self._enforce_budget()
+
+    def _enforce_budget(self):
+        total = _folder_bytes(self.logdir)
+        while total > self.max_run_bytes and len(self.parts) > 1:
+            oldest = self.parts.pop(0)
+            try:
+                size = os.path.getsize(oldest)
+                os.remove(oldest)
+            except OSError as e:
+                logger.warning("tb-mindspore: could not remove %s to keep the run under its budget: %s", oldest, e)
+                break
+            total -= size
+            self.removed_parts.append(oldest)
+            logger.warning("tb-mindspore: removed %s (%d bytes) to keep %s under its budget of %d bytes",
+                           os.path.basename(oldest), size, self.logdir, self.max_run_bytes)
+            for entry in self._sticky:
+                if entry[1] == oldest:
+                    self._write_bytes(entry[0])
+                    entry[1] = self.path
+
     # -- lifecycle -----------------------------------------------------------------------------------------------
     def flush(self, timeout=10.0):
         """Waits until everything submitted so far is written and flushed (at most ``timeout`` seconds)."""
-        if self._closed:
+        if self._closed or self.failed is not None:
             return
         deadline = time.monotonic() + timeout
         while not self._queue.empty() and time.monotonic() < deadline and self._thread.is_alive():
@@ -177,7 +278,7 @@ class SummaryWriter:
         # One more round trip so the item being written is finished.
         done = threading.Event()
         try:
-            self._queue.put((-1, 0.0, _mark_done, (done,)), timeout=max(0.0, deadline - time.monotonic()))
+            self._queue.put((-1, 0.0, _mark_done, (done,), False), timeout=max(0.0, deadline - time.monotonic()))
         except queue.Full:
             return
         done.wait(max(0.0, deadline - time.monotonic()))
@@ -194,12 +295,15 @@ class SummaryWriter:
             pass
         self._thread.join(timeout)
         with self._lock:
-            try:
-                self._file.flush()
-            except OSError as e:
-                self._fail(e)
-            finally:
-                self._file.close()
+            if self._file is not None:
+                try:
+                    self._file.flush()
+                except OSError as e:
+                    self._fail(e)
+                try:
+                    self._file.close()
+                except OSError as e:   # the buffered bytes could not be written (disk full): already reported
+                    self._fail(e)
         with _open_writers_lock:
             _open_writers.discard(self)
 
@@ -208,6 +312,17 @@ class SummaryWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _folder_bytes(folder):
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
 
 
 def _mark_done(done):

@@ -1,0 +1,24 @@
+"""Companion MindSpore callbacks of tb-plugin-mindspore (installed as ``tb_mindspore_callbacks``).
+
+One line to make the gradient norm visible, one callback to record the core tier::
+
+    from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor, make_run_dir
+
+    train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer)
+    Model(train_net).train(epochs, dataset, callbacks=[TrainMonitor(make_run_dir(experiment="mnist"))])
+
+Importing this package imports MindSpore (install the ``mindspore`` extra); the TensorBoard side does not need it.
+"""
+
+from .monitor import TrainMonitor
+from .run_dir import make_run_dir, run_dir_name
+from .train_cell import MonitoredTrainCell
+
+__all__ = ["MonitoredTrainCell", "TrainMonitor", "make_run_dir", "run_dir_name", "run_demo"]
+
+
+def run_demo(*args, **kwargs):
+    """See :func:`tb_mindspore_callbacks.demo.run_demo` (imported lazily)."""
+    from .demo import run_demo as _run_demo
+
+    return _run_demo(*args, **kwargs)

@@ -1,0 +1,150 @@
+"""Per-layer statistics computed on the device: which parameters are "layers", and fused norm computations.
+
+A *layer* is one MindSpore parameter, named by its parameter name (``encoder.0.dense1.weight``): names are stable
+across runs and readable. :class:`LayerSelection` picks them by regex; every statistic over them is one compiled
+computation over all selected parameters at once (one launch, one small vector back to the host), never an
+``asnumpy()`` of the parameters themselves.
+"""
+
+import re
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops, Parameter, ParameterTuple, Tensor
+from mindspore.ops import composite as C
+
+from .train_cell import _square_sum
+
+__all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS"]
+
+DEFAULT_MAX_LAYERS = 64
+
+_to_float32 = C.MultitypeFuncGraph("tbms_to_float32")
+
+
+@_to_float32.register("Tensor")
+def _to_float32_tensor(x):
+    return ops.cast(x, ms.float32)
+
+
+_diff_square_sum = C.MultitypeFuncGraph("tbms_diff_square_sum")
+
+
+@_diff_square_sum.register("Tensor", "Tensor")
+def _diff_square_sum_tensor(after, before):
+    d = ops.cast(after, ms.float32) - ops.cast(before, ms.float32)
+    return ops.reduce_sum(d * d)
+
+
+def _compile(pattern, what):
+    if pattern is None:
+        return None
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str):
+        raise ValueError("%s must be a regular expression string or None, got %r" % (what, pattern))
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ValueError("%s is not a valid regular expression (%r): %s" % (what, pattern, e)) from None
+
+
+class LayerSelection:
+    """Which parameters get per-layer statistics.
+
+    Args:
+      include: regex searched in each parameter name; ``None`` selects every parameter with at least 2 dimensions
+        (weight matrices, embeddings, convolution kernels; not biases or norm scales).
+      exclude: regex; matching names are dropped (applied after ``include``).
+      max_layers: upper bound on the number of layers (keeps the number of series bounded on large models). When
+        more match, an evenly spaced subset over the network's depth is kept, first and last included.
+
+    Raises ValueError for a bad regex or ``max_layers < 1`` (at construction, not mid-training).
+    """
+
+    def __init__(self, include=None, exclude=None, max_layers=DEFAULT_MAX_LAYERS):
+        self.include = _compile(include, "layers_include")
+        self.exclude = _compile(exclude, "layers_exclude")
+        if isinstance(max_layers, bool) or not isinstance(max_layers, int) or max_layers < 1:
+            raise ValueError("max_layers must be an int >= 1, got %r" % (max_layers,))
+        self.max_layers = max_layers
+        self.truncated_from = None   # number of matching parameters when more than max_layers matched
+
+    def select(self, params):
+        """The selected parameters, in network order."""
+        picked = []
+        for p in params:
+            name = p.name
+            if self.include is None:
+                if len(p.shape) < 2:
+                    continue
+            elif not self.include.search(name):
+                continue
+            if self.exclude is not None and self.exclude.search(name):
+                continue
+            picked.append(p)
+        self.truncated_from = None
+        if len(picked) > self.max_layers:
+            self.truncated_from = len(picked)
+            keep = np.unique(np.round(np.linspace(0, len(picked) - 1, self.max_layers)).astype(int))
+            picked = [picked[i] for i in keep]
+        return picked
+
+    def describe(self):
+        return {
+            "include": self.include.pattern if self.include is not None else None,
+            "exclude": self.exclude.pattern if self.exclude is not None else None,
+            "max_layers": self.max_layers,
+        }
+
+
+class WeightNorms(nn.Cell):
+    """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation."""
+
+    def __init__(self, params):
+        super().__init__(auto_prefix=False)
+        self.params = ParameterTuple(params)
+        self.hyper_map = C.HyperMap()
+
+    def construct(self):
+        return ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.params)))
+
+
+class Snapshot(nn.Cell):
+    """Keeps a copy of the parameters (``tbms_before.<name>``); ``construct()`` refreshes it on the device.
+
+    Memory: one float32 copy of the selected parameters.
+    """
+
+    def __init__(self, params):
+        super().__init__(auto_prefix=False)
+        self.params = ParameterTuple(params)
+        self.before = ParameterTuple([
+            Parameter(Tensor(np.zeros(p.shape, np.float32)), name="tbms_before." + p.name, requires_grad=False)
+            for p in params
+        ])
+        self.hyper_map = C.HyperMap()
+
+    def construct(self):
+        return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, self.params))
+
+
+class UpdateRatio(nn.Cell):
+    """``construct() -> (ratio float32[n], norm_after float32[n])`` against a :class:`Snapshot`.
+
+    ratio_i = ||w_i(now) - w_i(snapshot)|| / ||w_i(snapshot)||: the real change made by the optimizer (Adam's
+    included), not lr * grad. A zero weight at the snapshot gives Inf (or NaN if it did not move either).
+    """
+
+    def __init__(self, snapshot):
+        super().__init__(auto_prefix=False)
+        self.params = snapshot.params
+        self.before = snapshot.before
+        self.hyper_map = C.HyperMap()
+
+    def construct(self):
+        diff = ops.sqrt(ops.stack(self.hyper_map(_diff_square_sum, self.params, self.before)))
+        before = ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.before)))
+        after = ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.params)))
+        return diff / before, after

@@ -1,0 +1,288 @@
+"""A training cell that makes the gradient norm, the applied learning rate and interval statistics visible.
+
+MindSpore callbacks never see gradients (``Parameter`` has no ``.grad``) and cannot read the learning rate the
+optimizer applied without recomputing it. :class:`MonitoredTrainCell` is a drop-in for ``nn.TrainOneStepCell``
+that computes, inside the compiled step:
+
+* the global L2 norm of all gradients before clipping, in one fused reduction over every gradient;
+* the learning rate the optimizer applies at this step (one value per parameter group with its own LR);
+* running statistics of loss and gradient norm since the monitor last read them: finite min, finite max, finite
+  sum, finite count and non-finite (NaN / Inf) count, so a spike or a NaN between two recorded points is kept;
+* the last values of loss, gradient norm and learning rate(s).
+
+All of this lives in a few small non-trainable Parameters whose names start with ``tbms_``; the step still returns
+only the loss, so every other callback (``LossMonitor``, checkpoints, ...) keeps working. ``TrainMonitor`` reads
+and resets the statistics every ``collect_freq`` steps; nothing is copied to the host in between.
+"""
+
+import math
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops, Parameter, Tensor
+from mindspore.ops import composite as C
+
+__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS"]
+
+# Order of the accumulator columns (one row per monitored quantity).
+STAT_FIELDS = ("min", "max", "sum", "count", "nonfinite")
+# Rows of the accumulator matrix / first entries of the "last" vector.
+_ROW_LOSS = 0
+_ROW_GRAD_NORM = 1
+_N_ROWS = 2
+
+_square_sum = C.MultitypeFuncGraph("tbms_square_sum")
+
+
+@_square_sum.register("Tensor")
+def _square_sum_tensor(grad):
+    g = ops.cast(grad, ms.float32)
+    return ops.reduce_sum(g * g)
+
+
+_unscale_grad = C.MultitypeFuncGraph("tbms_unscale_grad")
+
+
+@_unscale_grad.register("Tensor", "Tensor")
+def _unscale_grad_tensor(scale, grad):
+    return grad * ops.cast(ops.reciprocal(scale), grad.dtype)
+
+
+_scale_grad = C.MultitypeFuncGraph("tbms_scale_grad")
+
+
+@_scale_grad.register("Tensor", "Tensor")
+def _scale_grad_tensor(scale, grad):
+    return grad * ops.cast(scale, grad.dtype)
+
+
+def _empty_stats():
+    row = np.array([np.inf, -np.inf, 0.0, 0.0, 0.0], dtype=np.float32)
+    return np.tile(row, (_N_ROWS, 1))
+
+
+def lr_groups(optimizer):
+    """Indices (into ``optimizer.parameters``) of one parameter per learning-rate group, in order of appearance.
+
+    A single entry ``(0,)`` when the optimizer has one learning rate for all parameters.
+    """
+    if not getattr(optimizer, "is_group_lr", False):
+        return (0,)
+    seen = {}
+    lrs = list(optimizer.learning_rate)
+    for index, lr in enumerate(lrs):
+        seen.setdefault(id(lr), index)
+    return tuple(sorted(seen.values()))
+
+
+def _check_args(name, optimizer, clip_grad_norm):
+    if not isinstance(optimizer, nn.Optimizer):
+        raise TypeError("%s needs a mindspore.nn.Optimizer, got %s" % (name, type(optimizer).__name__))
+    if clip_grad_norm is not None:
+        if (isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float))
+                or not clip_grad_norm > 0 or not math.isfinite(clip_grad_norm)):
+            raise ValueError("clip_grad_norm must be a positive number or None, got %r" % (clip_grad_norm,))
+
+
+class MonitoredTrainCell(nn.TrainOneStepCell):
+    """``nn.TrainOneStepCell`` plus in-graph gradient norm, applied learning rate and interval statistics.
+
+    Args:
+      network_with_loss: a cell that returns the loss (e.g. ``nn.WithLossCell(net, loss_fn)``).
+      optimizer: a ``mindspore.nn.Optimizer``.
+      sens: scale of the backpropagated gradient (as in ``TrainOneStepCell``).
+      clip_grad_norm: if set (> 0), gradients are scaled so their global norm is at most this value; the recorded
+        gradient norm is the one before clipping.
+
+    Outputs: the loss, exactly like ``TrainOneStepCell``.
+
+    Use :meth:`wrap` for the usual one-liner::
+
+        train_net = MonitoredTrainCell.wrap(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True), opt)
+        Model(train_net).train(epochs, dataset, callbacks=[TrainMonitor(make_run_dir())])
+    """
+
+    def __init__(self, network_with_loss, optimizer, sens=1.0, clip_grad_norm=None):
+        if sens is None:
+            sens = 1.0
+        if isinstance(sens, bool) or not isinstance(sens, (int, float)) or sens == 0 or not math.isfinite(sens):
+            raise ValueError("sens must be a finite non-zero number, got %r" % (sens,))
+        _check_args(type(self).__name__, optimizer, clip_grad_norm)
+        nn.TrainOneStepCell.__init__(self, network_with_loss, optimizer, sens=float(sens))
+        self._setup_monitoring(optimizer, float(sens), clip_grad_norm)
+
+    def _setup_monitoring(self, optimizer, sens, clip_grad_norm):
+        self.hyper_map = C.HyperMap()
+        self._clip = clip_grad_norm is not None
+        self._clip_norm = Tensor(float(clip_grad_norm) if self._clip else 1.0, ms.float32)
+        self._dynamic_lr = bool(optimizer.dynamic_lr)
+        self._group_lr = bool(getattr(optimizer, "is_group_lr", False))
+        self._lr_index = lr_groups(optimizer)
+        self.num_lr_groups = len(self._lr_index)
+        # Sens is divided out of the gradient norm so it describes the gradient of the loss itself.
+        self._inv_sens = Tensor(1.0 / float(sens), ms.float32)
+        self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_stats", requires_grad=False)
+        last = np.full((_N_ROWS + self.num_lr_groups,), np.nan, dtype=np.float32)
+        self.tbms_last = Parameter(Tensor(last), name="tbms_last", requires_grad=False)
+        self._layer_idx = ()
+
+    @classmethod
+    def wrap(cls, network, loss_fn, optimizer, **kwargs):
+        """``MonitoredTrainCell(nn.WithLossCell(network, loss_fn), optimizer, **kwargs)``."""
+        return cls(nn.WithLossCell(network, loss_fn), optimizer, **kwargs)
+
+    # -- graph side -----------------------------------------------------------------------------------------------
+    def _applied_lr(self):
+        """Learning rate(s) the optimizer is about to apply; read before the optimizer increments global_step."""
+        opt = self.optimizer
+        step = opt.global_step
+        if self._group_lr:
+            values = ()
+            for i in self._lr_index:
+                if self._dynamic_lr:
+                    values += (ops.cast(opt.learning_rate[i](step), ms.float32).reshape(()),)
+                else:
+                    values += (ops.cast(opt.learning_rate[i], ms.float32).reshape(()),)
+            return ops.stack(values)
+        if self._dynamic_lr:
+            return ops.cast(opt.learning_rate(step), ms.float32).reshape((1,))
+        return ops.cast(opt.learning_rate, ms.float32).reshape((1,))
+
+    def _monitor(self, loss, grads):
+        """Updates the tbms_ Parameters; returns ``(grad_norm, token)`` (depend on token to keep the updates)."""
+        squares = self.hyper_map(_square_sum, grads)
+        grad_norm = ops.sqrt(ops.addn(squares)) * self._inv_sens
+        lr = self._applied_lr()
+        values = ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm))
+        finite = ops.isfinite(values)
+        zeros = ops.zeros_like(values)
+        ones = ops.ones_like(values)
+        stats = self.tbms_stats
+        new_stats = ops.stack((
+            ops.select(finite, ops.minimum(stats[:, 0], values), stats[:, 0]),
+            ops.select(finite, ops.maximum(stats[:, 1], values), stats[:, 1]),
+            stats[:, 2] + ops.select(finite, values, zeros),
+            stats[:, 3] + ops.select(finite, ones, zeros),
+            stats[:, 4] + ops.select(finite, zeros, ones),
+        ), axis=1)
+        token = ops.assign(self.tbms_stats, new_stats)
+        token = ops.depend(token, ops.assign(self.tbms_last, ops.concat((values, lr))))
+        if self._layer_idx:
+            layer = ops.sqrt(ops.stack([squares[i] for i in self._layer_idx])) * self._inv_sens
+            token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
+        return grad_norm, token
+
+    def _clip_grads(self, grads, grad_norm):
+        if self._clip:
+            scale = self._clip_norm / ops.maximum(grad_norm, self._clip_norm)
+            grads = self.hyper_map(ops.partial(_scale_grad, scale), grads)
+        return grads
+
+    def construct(self, *inputs):
+        loss = self.network(*inputs)
+        sens = ops.fill(loss.dtype, loss.shape, self.sens)
+        grads = self.grad(self.network, self.weights)(*inputs, sens)
+        grads = self.grad_reducer(grads)
+        grad_norm, token = self._monitor(loss, grads)
+        grads = self._clip_grads(grads, grad_norm)
+        loss = ops.depend(loss, token)
+        loss = ops.depend(loss, self.optimizer(grads))
+        return loss
+
+    def __call__(self, *args, **kwargs):
+        self._tbms_called = True
+        return super().__call__(*args, **kwargs)
+
+    def track_layer_grad_norms(self, indices):
+        """Also keep the gradient norm of ``self.weights[i]`` for each ``i`` (``tbms_layer_grad``).
+
+        Must be called before the first step: in GRAPH_MODE the step is compiled then. Returns False (and does
+        nothing) if the cell already ran.
+        """
+        indices = tuple(int(i) for i in indices)
+        if indices == self._layer_idx:
+            return True
+        if getattr(self, "_tbms_called", False):
+            return False
+        self._layer_idx = indices
+        self.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
+                                         name="tbms_layer_grad", requires_grad=False)
+        return True
+
+    # -- host side (used by TrainMonitor) -------------------------------------------------------------------------
+    def read_and_reset(self):
+        """Returns ``(stats, last)`` as numpy arrays and starts a new interval.
+
+        ``stats`` has one row per quantity (loss, grad norm) and the columns of :data:`STAT_FIELDS`; ``last`` is
+        ``[loss, grad_norm, lr_group0, lr_group1, ...]`` of the most recent step.
+        """
+        stats = self.tbms_stats.asnumpy().copy()
+        last = self.tbms_last.asnumpy().copy()
+        self.tbms_stats.set_data(Tensor(_empty_stats()))
+        return stats, last
+
+    def layer_grad_norms(self):
+        """Gradient norms of the tracked weights at the most recent step (see :meth:`track_layer_grad_norms`)."""
+        if not self._layer_idx:
+            return None
+        return self.tbms_layer_grad.asnumpy().copy()
+
+    def loss_scale_state(self):
+        """``None`` here; ``(loss_scale, overflow_steps_since_last_read)`` for :class:`MonitoredLossScaleCell`."""
+        return None
+
+
+class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCell):
+    """``nn.TrainOneStepWithLossScaleCell`` plus everything :class:`MonitoredTrainCell` records, and the loss scale.
+
+    Outputs ``(loss, overflow, loss_scale)`` like ``TrainOneStepWithLossScaleCell`` (Model's loss-scale logic keeps
+    working). The gradient norm is that of the unscaled gradients (Inf / NaN on an overflow step, counted as
+    non-finite). An overflow is detected from that norm (any Inf / NaN gradient makes it non-finite), on every
+    device including CPU. The monitor writes ``core/loss_scale`` and ``core/overflow_steps`` (steps skipped in the
+    interval).
+
+    Args:
+      network_with_loss, optimizer, clip_grad_norm: as for :class:`MonitoredTrainCell`.
+      scale_sense: a ``Cell`` loss-scale manager (``nn.DynamicLossScaleUpdateCell`` / ``FixedLossScaleUpdateCell``)
+        or a Tensor, as for ``TrainOneStepWithLossScaleCell``.
+    """
+
+    def __init__(self, network_with_loss, optimizer, scale_sense, clip_grad_norm=None):
+        _check_args(type(self).__name__, optimizer, clip_grad_norm)
+        # The loss-scale machinery of TrainOneStepWithLossScaleCell (overflow status, scale update).
+        nn.TrainOneStepWithLossScaleCell.__init__(self, network_with_loss, optimizer, scale_sense)
+        self._setup_monitoring(optimizer, 1.0, clip_grad_norm)
+        self.tbms_loss_scale = Parameter(Tensor(np.array([np.nan, 0.0], np.float32)), name="tbms_loss_scale",
+                                         requires_grad=False)
+
+    @classmethod
+    def wrap(cls, network, loss_fn, optimizer, scale_sense=None, **kwargs):
+        if scale_sense is None:
+            scale_sense = nn.DynamicLossScaleUpdateCell(loss_scale_value=2 ** 16, scale_factor=2, scale_window=1000)
+        return cls(nn.WithLossCell(network, loss_fn), optimizer, scale_sense, **kwargs)
+
+    def construct(self, *inputs):
+        loss = self.network(*inputs)
+        scaling_sens = self.scale_sense
+        scaling_sens_filled = ops.ones_like(loss) * ops.cast(scaling_sens, ops.dtype(loss))
+        grads = self.grad(self.network, self.weights)(*inputs, scaling_sens_filled)
+        grads = self.hyper_map(ops.partial(_unscale_grad, scaling_sens), grads)
+        grads = self.grad_reducer(grads)
+        grad_norm, token = self._monitor(loss, grads)
+        # Overflow = a non-finite gradient, read off the global norm already computed (works on every device).
+        cond = ops.logical_not(ops.isfinite(grad_norm))
+        overflow = self.process_loss_scale(cond)
+        scale_state = ops.stack((ops.cast(scaling_sens, ms.float32).reshape(()),
+                                 self.tbms_loss_scale[1] + ops.cast(cond, ms.float32).reshape(())))
+        token = ops.depend(token, ops.assign(self.tbms_loss_scale, scale_state))
+        loss = ops.depend(loss, token)
+        if not overflow:
+            grads = self._clip_grads(grads, grad_norm)
+            loss = ops.depend(loss, self.optimizer(grads))
+        return loss, cond, scaling_sens
+
+    def loss_scale_state(self):
+        state = self.tbms_loss_scale.asnumpy().copy()
+        self.tbms_loss_scale.set_data(Tensor(np.array([state[0], 0.0], np.float32)))
+        return float(state[0]), int(state[1])

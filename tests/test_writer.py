@@ -1,0 +1,168 @@
+"""SummaryWriter: what it writes is readable by TensorBoard; queue, flush, rotation, budget, write errors."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.writer import SummaryWriter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _accumulator(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(logdir), size_guidance={"scalars": 0, "tensors": 0, "histograms": 0})
+    ea.Reload()
+    return ea
+
+
+def _event_files(logdir):
+    return sorted(f for f in os.listdir(str(logdir)) if "tfevents" in f)
+
+
+def test_every_kind_round_trips_through_tensorboard(tmp_path):
+    from tensorboard.util import tensor_util
+
+    with SummaryWriter(tmp_path) as w:
+        for step in range(1, 4):
+            w.scalar(metadata.LOSS, 1.0 / step, step)
+        w.scalar(metadata.GRAD_NORM, float("nan"), 3)
+        w.interval(metadata.LOSS, 0.1, 0.5, 2.0, 10, 1, step=3)
+        w.layers(metadata.WEIGHT_NORM_LAYERS, ["a.weight", "b.weight"], [1.5, 2.5], step=3)
+        w.histogram("debug/activation/a", np.arange(100.0), step=3)
+        w.run_info({"rank": 0, "collect_freq": 10})
+        w.hparams({"lr": 0.01, "optimizer": "adam", "layers": 2})
+    ea = _accumulator(tmp_path)
+    assert [(e.step, e.value) for e in ea.Scalars(metadata.LOSS)] == [(1, 1.0), (2, 0.5), (3, pytest.approx(1 / 3))]
+    assert np.isnan(ea.Scalars(metadata.GRAD_NORM)[0].value)
+    iv = tensor_util.make_ndarray(ea.Tensors(metadata.interval_tag(metadata.LOSS))[0].tensor_proto)
+    assert iv.tolist() == [0.1, 0.5, 2.0, 10, 1]
+    md = ea.SummaryMetadata(metadata.interval_tag(metadata.LOSS))
+    assert metadata.parse_content(md.plugin_data.content)["kind"] == metadata.KIND_INTERVAL
+    layers_md = metadata.parse_content(ea.SummaryMetadata(metadata.WEIGHT_NORM_LAYERS).plugin_data.content)
+    assert layers_md["layers"] == ["a.weight", "b.weight"]
+    hist = tensor_util.make_ndarray(ea.Tensors("debug/activation/a")[0].tensor_proto)
+    assert hist.shape[1] == 3 and hist[:, 2].sum() == 100      # TensorBoard's [left, right, count] buckets
+    assert ea.SummaryMetadata("debug/activation/a").plugin_data.plugin_name == "histograms"
+    info = tensor_util.make_ndarray(ea.Tensors(metadata.RUN_INFO)[0].tensor_proto)
+    raw = info.item() if info.shape == () else info.reshape(-1)[0]
+    assert json.loads(raw)["content_version"] == metadata.CONTENT_VERSION
+    assert "_hparams_/session_start_info" in ea.Tags()["tensors"]
+
+
+def test_hparams_tab_lists_the_run(tmp_path):
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    with SummaryWriter(tmp_path / "run") as w:
+        w.hparams({"lr": 0.01, "optimizer": "adam"})
+        w.scalar(metadata.LOSS, 1.0, 1)
+    ea = _accumulator(tmp_path / "run")
+    content = ea.SummaryMetadata("_hparams_/session_start_info").plugin_data.content
+    info = hp_metadata.parse_session_start_info_plugin_data(content)
+    assert info.hparams["lr"].number_value == pytest.approx(0.01)
+    assert info.hparams["optimizer"].string_value == "adam"
+
+
+def test_flushes_within_flush_secs_without_close(tmp_path):
+    w = SummaryWriter(tmp_path, flush_secs=0.3)
+    try:
+        w.scalar(metadata.LOSS, 1.0, 1)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            if metadata.LOSS in _accumulator(tmp_path).Tags()["scalars"]:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("not flushed after 5 s with flush_secs=0.3")
+    finally:
+        w.close()
+    w.close()  # twice is fine
+
+
+def test_full_queue_drops_and_counts_never_blocks(tmp_path, caplog):
+    w = SummaryWriter(tmp_path, max_queue=1)
+    try:
+        with caplog.at_level(logging.WARNING):
+            start = time.perf_counter()
+            for step in range(20000):
+                w.scalar(metadata.LOSS, 1.0, step)
+            assert time.perf_counter() - start < 5
+    finally:
+        w.close()
+    assert w.dropped > 0
+    assert any("dropped" in r.getMessage() for r in caplog.records)
+    kept = len(_accumulator(tmp_path).Scalars(metadata.LOSS))
+    assert kept + w.dropped == 20000
+
+
+def test_rotation_keeps_every_value_in_order(tmp_path):
+    with SummaryWriter(tmp_path, max_file_bytes=4096) as w:
+        w.run_info({"rank": 0})
+        for step in range(1, 1001):
+            w.scalar(metadata.LOSS, float(step), step)
+    files = _event_files(tmp_path)
+    assert len(files) > 5
+    assert files[0] == os.path.basename(w.base_path) and files[1].endswith(".part0001")
+    assert all(os.path.getsize(tmp_path / f) < 4096 + 200 for f in files)
+    assert [e.step for e in _accumulator(tmp_path).Scalars(metadata.LOSS)] == list(range(1, 1001))
+
+
+def test_budget_removes_oldest_parts_and_keeps_run_info(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        with SummaryWriter(tmp_path, max_file_bytes=4096, max_run_bytes=16384) as w:
+            w.run_info({"rank": 0})
+            w.hparams({"lr": 0.1})
+            for step in range(1, 3001):
+                w.scalar(metadata.LOSS, float(step), step)
+    total = sum(os.path.getsize(tmp_path / f) for f in os.listdir(tmp_path))
+    assert total <= 16384 + 4096
+    assert w.removed_parts and not any(os.path.exists(p) for p in w.removed_parts)
+    assert any("budget" in r.getMessage() for r in caplog.records)
+    ea = _accumulator(tmp_path)
+    steps = [e.step for e in ea.Scalars(metadata.LOSS)]
+    assert steps[-1] == 3000 and steps == sorted(steps) and steps[0] > 1   # newest kept, oldest gone
+    assert metadata.RUN_INFO in ea.Tags()["tensors"]
+    assert "_hparams_/session_start_info" in ea.Tags()["tensors"]
+
+
+def test_bad_sizes_rejected():
+    with pytest.raises(ValueError):
+        SummaryWriter("unused", max_file_bytes=10)
+    with pytest.raises(ValueError):
+        SummaryWriter("unused", max_file_bytes=8192, max_run_bytes=10000)
+    with pytest.raises(ValueError):
+        SummaryWriter("unused", flush_secs=0)
+
+
+def test_write_error_stops_writer_not_the_program(tmp_path):
+    """A real write failure: the child's file size limit (RLIMIT_FSIZE) makes writes fail with EFBIG."""
+    script = textwrap.dedent("""
+        import logging, resource, signal, sys
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+        logging.basicConfig(level=logging.WARNING)
+        from tb_plugin_mindspore.writer import SummaryWriter
+        w = SummaryWriter(sys.argv[1], flush_secs=0.05)
+        for step in range(5000):
+            w.scalar("core/loss", float(step), step)
+        w.flush()
+        w.close()
+        print("FAILED", type(w.failed).__name__, w.failed is not None)
+        print("STILL RUNNING")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "FAILED OSError True" in proc.stdout and "STILL RUNNING" in proc.stdout
+    assert "stopped writing" in proc.stderr
+    steps = [e.step for e in _accumulator(tmp_path).Scalars("core/loss")]
+    assert steps == list(range(len(steps))) and 0 < len(steps) < 5000   # what fit is readable
