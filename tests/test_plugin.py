@@ -26,6 +26,9 @@ def app(request, recorded_logdir):
     load_fast, prefix = request.param
     a = App(recorded_logdir, load_fast=load_fast, path_prefix=prefix)
     a.wait_for_runs(["run_a", "run_b"])
+    for run in ("run_a", "run_b"):
+        for tag in CORE_TAGS:
+            a.wait_for_last_step(run, tag, 32)
     yield a
     a.close()
 
@@ -156,6 +159,7 @@ def test_every_step_kept_and_spikes_survive_downsampling(long_run, load_fast):
     a = App(root, load_fast=load_fast)
     try:
         a.wait_for_runs(["run"])
+        a.wait_for_last_step("run", "core/loss", 4999)
         full = a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)
         assert full["total_points"] == 5000 and len(full["points"]) == 5000
         small = a.plugin("/scalars", run="run", tag="core/loss", max_points=300)
@@ -174,6 +178,7 @@ def test_users_samples_per_plugin_wins(long_run, load_fast):
         assert a.flags.samples_per_plugin["scalars"] == 50
         assert a.flags.samples_per_plugin["mindspore"] == 0
         a.wait_for_runs(["run"])
-        assert a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)["total_points"] <= 50
+        a.wait_for_last_step("run", "core/loss", 4999)
+        assert a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)["total_points"] == 50
     finally:
         a.close()
