@@ -15,7 +15,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import metadata
-from .reading import downsample, logdir_status, provider
+from .reading import batch, downsample, histograms, layers, logdir_status, provider, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,13 @@ class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
     def __init__(self, context):
+        self._data_provider = context.data_provider
+        self._logdir = getattr(context, "logdir", "") or ""
         self._view = provider.DataView(context.data_provider)
+        self._cache = series_cache.ResponseCache()
+        self._batch = batch.ScalarsBatch(context.data_provider, self._cache)
+        self._layers = layers.LayerReader(context.data_provider, self._cache)
+        self._histograms = histograms.HistogramReader(context.data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
 
     def get_plugin_apps(self):
@@ -80,6 +86,10 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/status": self._serve_status,
             "/tags": self._serve_tags,
             "/scalars": self._serve_scalars,
+            "/health": self._serve_health,
+            "/scalars_batch": self._serve_scalars_batch,
+            "/layers": self._serve_layers,
+            "/histograms": self._serve_histograms,
         }
 
     def is_active(self):
@@ -150,3 +160,40 @@ class MindSporePlugin(base_plugin.TBPlugin):
         max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
         return self._view.scalars(ctx, eid, run, tag, max_points)
 
+    @json_route
+    def _serve_scalars_batch(self, request):
+        ctx, eid = self._ctx(request)
+        runs = [r for r in request.args.getlist("run") if r]
+        tags = [t for t in request.args.getlist("tag") if t]
+        max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
+        return self._batch.read(ctx, eid, runs, tags, max_points)
+
+    @json_route
+    def _serve_layers(self, request):
+        ctx, eid = self._ctx(request)
+        run = _required(request, "run")
+        tag = _required(request, "tag")
+        layer = request.args.get("layer")
+        if layer is not None:
+            return self._layers.layer(ctx, eid, run, tag, layer)
+        max_steps = _int_arg(request, "max_steps", layers.DEFAULT_MAX_STEPS, 1, layers.MAX_STEPS_LIMIT)
+        return self._layers.matrix(ctx, eid, run, tag, max_steps)
+
+    @json_route
+    def _serve_histograms(self, request):
+        ctx, eid = self._ctx(request)
+        run = _required(request, "run")
+        tag = _required(request, "tag")
+        max_steps = _int_arg(request, "max_steps", histograms.DEFAULT_MAX_STEPS, 1, histograms.MAX_STEPS_LIMIT)
+        return self._histograms.bands(ctx, eid, run, tag, max_steps)
+
+    @json_route
+    def _serve_health(self, request):
+        from . import health
+
+        ctx, eid = self._ctx(request)
+        run = request.args.get("run")
+        runs = [run] if run else None
+        if run and run not in self._view.runs(ctx, eid):
+            raise errors.NotFoundError("no run named %r" % run)
+        return health.check_provider(self._data_provider, ctx, eid, runs=runs, logdir=self._logdir or None)

@@ -182,3 +182,15 @@ def test_users_samples_per_plugin_wins(long_run, load_fast):
         assert a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)["total_points"] == 50
     finally:
         a.close()
+
+
+def test_health_route(app):
+    body = app.plugin("/health")
+    assert sorted(r["run"] for r in body["runs"]) == ["run_a", "run_b"]
+    for run in body["runs"]:
+        assert run["status"] in ("ok", "warn", "error")
+        for f in run["findings"]:
+            assert set(f) >= {"rule", "level", "message", "tag", "steps"}
+            assert f["level"] in ("info", "warn", "error")
+    assert [r["run"] for r in app.plugin("/health", run="run_a")["runs"]] == ["run_a"]
+    assert app.plugin("/health", expect=404, run="nope")["error"]["code"] == 404

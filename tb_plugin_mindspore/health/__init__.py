@@ -1,0 +1,36 @@
+"""Training health diagnosis: rules over one run's series, a findings report, and where the series come from.
+
+* ``rules.py``: one small function per rule, each with its id, level, source and thresholds.
+* ``engine.py``: runs the rules, builds the report ``{"runs": [{"run", "status", "findings": [...]}]}``.
+* ``series.py``: :class:`RunSeries`, what the rules read (tags of any origin resolved to quantities).
+* ``sources.py``: RunSeries from TensorBoard's data provider (the plugin) or from a logdir on disk (the CLI).
+* ``cli.py``: ``tb-mindspore check``.
+
+Typical use::
+
+    from tb_plugin_mindspore import health
+
+    report = health.check_logdir("./summary_log")                       # from disk
+    report = health.check_provider(data_provider, ctx, experiment_id)   # inside TensorBoard
+"""
+
+from .engine import (ConfigError, check_run, describe_rules, reaches, report, run_report,  # noqa: F401
+                     status_of, validate_config)
+from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series  # noqa: F401
+
+
+def check_logdir(logdir, config=None, now=None):
+    """The findings report for every run under a local logdir."""
+    from . import sources
+
+    validate_config(config)
+    return report(sources.runs_from_logdir(logdir, now=now), config)
+
+
+def check_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, config=None, now=None):
+    """The findings report for the runs of TensorBoard's data provider (the plugin's ``health`` route)."""
+    from . import sources
+
+    validate_config(config)
+    return report(sources.runs_from_provider(data_provider, ctx, experiment_id, runs=runs, logdir=logdir, now=now),
+                  config)

@@ -1,0 +1,123 @@
+"""Runs the health rules over runs and builds the findings report.
+
+Report shape (stable; the ``check`` command's JSON and the plugin's ``health`` route both return it)::
+
+    {"runs": [{"run": str, "status": "ok" | "warn" | "error",
+               "findings": [{"rule": str, "level": "info" | "warn" | "error", "message": str, "tag": str,
+                             "steps": [first, last]}]}]}
+
+``status`` is the most severe level among the run's findings (``info`` counts as ``ok``). Findings are sorted by
+level (errors first), then by first step. ``tag`` is the tag as recorded in the run ("" for run-level findings
+such as a stalled run); ``steps`` is the step range that shows the problem.
+
+Configuration: ``{rule id: {threshold name: value, "enabled": bool, "level": "info"|"warn"|"error"}}``. Unknown
+rule ids or threshold names raise :class:`ConfigError` (a typo must not silently do nothing).
+"""
+
+import logging
+import re
+
+from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
+from .series import (IntervalSeries, LayerSeries, RunSeries, RunState, Series)  # noqa: F401
+
+logger = logging.getLogger(__name__)
+
+STATUS_OK = "ok"
+
+
+class ConfigError(ValueError):
+    """A health configuration that names an unknown rule or threshold, or has a bad value."""
+
+
+def _merged_config(rule, config):
+    cfg = dict(rule.defaults)
+    extra = dict((config or {}).get(rule.id) or {})
+    enabled = extra.pop("enabled", True)
+    level = extra.pop("level", None)
+    for key, value in extra.items():
+        if key not in cfg:
+            raise ConfigError("rule %r has no threshold %r (it has: %s)" % (
+                rule.id, key, ", ".join(sorted(cfg)) or "none"))
+        default = cfg[key]
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = None
+            if number is None or isinstance(value, bool) or number != number:
+                raise ConfigError("rule %r threshold %r must be a number, got %r" % (rule.id, key, value))
+            value = int(number) if isinstance(default, int) and number.is_integer() else number
+        elif isinstance(default, str):
+            value = str(value)
+            if key == "ignore" and value:
+                try:
+                    re.compile(value)
+                except re.error as e:
+                    raise ConfigError("rule %r threshold %r is not a valid regular expression: %s" % (
+                        rule.id, key, e))
+        cfg[key] = value
+    if level is not None and level not in LEVELS:
+        raise ConfigError("rule %r level must be one of %s, got %r" % (rule.id, ", ".join(LEVELS), level))
+    return cfg, bool(enabled), level
+
+
+def validate_config(config):
+    """Raises :class:`ConfigError` if ``config`` names an unknown rule or threshold."""
+    for rule_id in (config or {}):
+        if rule_id not in RULES_BY_ID:
+            raise ConfigError("unknown health rule %r (known: %s)" % (rule_id, ", ".join(sorted(RULES_BY_ID))))
+    for rule in RULES:
+        _merged_config(rule, config)
+
+
+def check_run(run, config=None):
+    """Findings (list of :class:`Finding`) for one :class:`RunSeries`, sorted errors first."""
+    validate_config(config)
+    findings = []
+    for rule in RULES:
+        cfg, enabled, level = _merged_config(rule, config)
+        if not enabled:
+            continue
+        try:
+            found = rule.fn(run, cfg) or []
+        except Exception:  # one broken rule must not hide the others
+            logger.exception("health rule %s failed on run %r", rule.id, run.run)
+            continue
+        for f in found:
+            if level is not None and f.level != INFO:
+                f.level = level
+            findings.append(f)
+    findings.sort(key=lambda f: (-LEVEL_RANK[f.level], f.steps[0], f.rule))
+    return findings
+
+
+def status_of(findings):
+    worst = max((LEVEL_RANK[f.level] for f in findings), default=0)
+    return {0: STATUS_OK, 1: WARN, 2: ERROR}[worst]
+
+
+def run_report(run, config=None):
+    findings = check_run(run, config)
+    return {"run": run.run, "status": status_of(findings), "findings": [f.to_json() for f in findings]}
+
+
+def report(runs, config=None):
+    """The findings report for an iterable of :class:`RunSeries` (sorted by run name)."""
+    validate_config(config)
+    return {"runs": [run_report(r, config) for r in sorted(runs, key=lambda r: r.run)]}
+
+
+def describe_rules():
+    """``[{"id", "level", "source", "summary", "defaults"}]`` of every rule, in the order they run."""
+    return [r.describe() for r in RULES]
+
+
+def reaches(status, level):
+    """Whether a run ``status`` ("ok"/"warn"/"error") is at least ``level`` ("warn"/"error")."""
+    rank = {STATUS_OK: 0, WARN: 1, ERROR: 2}
+    return rank[status] >= rank[level]
+
+
+__all__ = ["ConfigError", "Finding", "IntervalSeries", "LayerSeries", "RunSeries", "RunState", "Series",
+           "check_run", "describe_rules", "reaches", "report", "run_report", "status_of", "validate_config",
+           "INFO", "WARN", "ERROR"]

@@ -1,0 +1,293 @@
+"""Builds :class:`~.series.RunSeries` for the health engine, from where the data lives.
+
+* :func:`runs_from_provider`: through TensorBoard's data provider (what the plugin's ``health`` route uses; works
+  with both loaders). Reads every stored point of plugin ``scalars`` and of our plugin ``mindspore`` (interval
+  statistics, per-layer vectors, run info). With ``logdir`` (the server's own ``--logdir``, never a path from a
+  request) it also looks at the run folders' event files for size and modification time.
+* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it with TensorBoard's own loader
+  (``plugin_event_multiplexer`` + ``MultiplexerDataProvider``, every point kept), then the same code as above;
+  MindSpore ``*_MS`` summary files in it are read with our native reader.
+* :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
+  histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
+"""
+
+import json
+import logging
+import math
+import os
+import time
+
+import numpy as np
+
+from .. import metadata
+from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
+
+logger = logging.getLogger(__name__)
+
+SCALARS_PLUGIN = "scalars"
+HISTOGRAMS_PLUGIN = "histograms"
+_READ_ALL = 10 ** 9
+_MS_SUFFIX = "_MS"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Files of a run folder
+def _is_event_file(name):
+    return "tfevents" in name
+
+
+def _is_ms_file(name):
+    return ".summary." in name and (name.endswith(_MS_SUFFIX) or name.endswith("_lineage"))
+
+
+def run_dir(logdir, run):
+    """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``."""
+    if not logdir or "://" in str(logdir):
+        return None
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    path = os.path.normpath(os.path.join(base, run))
+    if path != base and not path.startswith(base + os.sep):
+        return None
+    return path
+
+
+def file_stats(directory, predicate=_is_event_file):
+    """``(total bytes, newest mtime, file count)`` of the matching files directly in ``directory``."""
+    total, newest, count = 0, None, 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None, None, 0
+    for entry in entries:
+        try:
+            if not entry.is_file() or not predicate(entry.name):
+                continue
+            st = entry.stat()
+        except OSError:
+            continue
+        total += st.st_size
+        newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
+        count += 1
+    return total, newest, count
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Through the data provider
+def _run_info(datum):
+    try:
+        raw = np.asarray(datum.numpy).reshape(-1)[0]
+    except (IndexError, ValueError, TypeError):
+        return {}
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    try:
+        info = json.loads(raw)
+    except (TypeError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, now=None):
+    """``[RunSeries]`` of the runs the data provider knows (or only ``runs``), sorted by name.
+
+    Args:
+      data_provider: TensorBoard's ``context.data_provider``.
+      ctx: the request's ``RequestContext``; experiment_id: the request's experiment id.
+      runs: limit to these run names (``None``: every run with scalars or our plugin's data).
+      logdir: the server's own local logdir; enables event-file size and modification time per run.
+      now: the time the check runs at (default: ``time.time()``).
+    """
+    from tensorboard.data import provider as tb_provider
+
+    now = time.time() if now is None else float(now)
+    rtf = tb_provider.RunTagFilter(runs=list(runs)) if runs else None
+    scalar_list = data_provider.list_scalars(ctx, experiment_id=experiment_id, plugin_name=SCALARS_PLUGIN,
+                                             run_tag_filter=rtf)
+    ours_list = data_provider.list_tensors(ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME,
+                                           run_tag_filter=rtf)
+    try:
+        hist_list = data_provider.list_tensors(ctx, experiment_id=experiment_id, plugin_name=HISTOGRAMS_PLUGIN,
+                                               run_tag_filter=rtf)
+    except Exception:  # a provider without histograms must not stop the check
+        hist_list = {}
+    names = set(scalar_list) | set(ours_list)
+    if runs:
+        names &= set(runs)
+    if not names:
+        return []
+
+    # Read only what a rule uses; every other tag is still listed (for the "no loss among these tags" message).
+    wanted = sorted({tag for run in names for tag in (scalar_list.get(run) or {}) if is_needed_tag(tag)})
+    scalar_data = data_provider.read_scalars(
+        ctx, experiment_id=experiment_id, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL,
+        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(names), tags=wanted),
+    ) if wanted else {}
+    contents = {}
+    for run, tags in ours_list.items():
+        for tag, ts in tags.items():
+            try:
+                contents[(run, tag)] = metadata.parse_content(ts.plugin_content)
+            except metadata.ContentError as e:
+                logger.warning("health: skipping %s/%s: %s", run, tag, e)
+    tensor_data = data_provider.read_tensors(
+        ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
+        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(names)),
+    ) if contents else {}
+
+    out = []
+    for run in sorted(names):
+        scalars = {}
+        first_wall, last_wall = None, None
+        for tag, points in (scalar_data.get(run) or {}).items():
+            if not points:
+                continue
+            s = Series.from_points(tag, [p.step for p in points], [p.wall_time for p in points],
+                                   [p.value for p in points])
+            scalars[tag] = s
+            lo, hi = float(np.min(s.wall_times)), float(np.max(s.wall_times))
+            first_wall = lo if first_wall is None else min(first_wall, lo)
+            last_wall = hi if last_wall is None else max(last_wall, hi)
+        listed = scalar_list.get(run) or {}
+        other = tuple(sorted(t for t in listed if t not in scalars))
+        for ts in listed.values():
+            wall = getattr(ts, "max_wall_time", None)
+            if wall is not None and math.isfinite(wall):
+                last_wall = wall if last_wall is None else max(last_wall, wall)
+        intervals, layers, info = {}, {}, {}
+        for tag, data in (tensor_data.get(run) or {}).items():
+            content = contents.get((run, tag))
+            if content is None or not data:
+                continue
+            kind = content.get("kind")
+            if kind == metadata.KIND_RUN_INFO:
+                info = _run_info(sorted(data, key=lambda d: d.step)[-1])
+                continue
+            walls = [d.wall_time for d in data]
+            last_wall = max(walls + ([last_wall] if last_wall is not None else []))
+            if kind == metadata.KIND_INTERVAL:
+                of = content.get("of") or metadata.scalar_tag_of_interval(tag)
+                rows = []
+                for d in data:
+                    v = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
+                    if v.size == len(metadata.INTERVAL_FIELDS):
+                        rows.append([d.step] + v.tolist())
+                if of and rows:
+                    intervals[of] = IntervalSeries.from_rows(of, rows)
+            elif kind == metadata.KIND_LAYERS:
+                names_ = list(content.get("layers") or [])
+                keep = [d for d in data if np.asarray(d.numpy).size == len(names_)]
+                if names_ and keep:
+                    layers[tag] = LayerSeries.from_rows(
+                        tag, names_, [d.step for d in keep], [d.wall_time for d in keep],
+                        [np.asarray(d.numpy, dtype=np.float64).reshape(-1) for d in keep])
+        hist_tags = tuple(sorted((hist_list.get(run) or {}).keys()))
+        state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
+        directory = run_dir(logdir, run)
+        if directory is not None:
+            total, newest, count = file_stats(directory)
+            state.total_bytes, state.last_modified, state.event_files = total, newest, count
+        out.append(RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
+                             histogram_tags=hist_tags, other_tags=other))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From a logdir on disk
+def _keep_all_size_guidance():
+    from tensorboard.backend.event_processing import event_accumulator
+
+    return {
+        event_accumulator.COMPRESSED_HISTOGRAMS: 1,
+        event_accumulator.IMAGES: 1,
+        event_accumulator.AUDIO: 1,
+        event_accumulator.SCALARS: 0,
+        event_accumulator.HISTOGRAMS: 1,
+        event_accumulator.TENSORS: 0,     # 0 keeps every point (scalars are stored as tensors here)
+    }
+
+
+def load_provider(logdir):
+    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point."""
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+
+    mux = plugin_event_multiplexer.EventMultiplexer(
+        size_guidance=_keep_all_size_guidance(),
+        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: 1, "images": 1},
+    )
+    mux.AddRunsFromDirectory(logdir)
+    mux.Reload()
+    return data_provider.MultiplexerDataProvider(mux, logdir)
+
+
+def runs_from_logdir(logdir, now=None, include_ms=True):
+    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files)."""
+    from tensorboard import context as tb_context
+
+    logdir = os.path.abspath(os.path.expanduser(str(logdir)))
+    provider = load_provider(logdir)
+    runs = runs_from_provider(provider, tb_context.RequestContext(), "", logdir=logdir, now=now)
+    if include_ms:
+        taken = {r.run for r in runs}
+        for r in runs_from_ms_logdir(logdir, now=now):
+            if r.run in taken:
+                r.run = r.run + " (_MS)"
+            runs.append(r)
+    return sorted(runs, key=lambda r: r.run)
+
+
+def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
+    """``[RunSeries]`` of MindSpore ``*_MS`` summary runs.
+
+    ``ms_logdir`` is a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir` (already reloaded, e.g. the
+    plugin's) or a local path (read completely here). Returns ``[]`` if the native reader is unavailable.
+    """
+    now = time.time() if now is None else float(now)
+    try:
+        from ..reading import ms_logdir as ms_module
+    except Exception:  # the reader is optional for the health check
+        logger.debug("health: MindSpore summary reader unavailable", exc_info=True)
+        return []
+    if isinstance(ms_logdir, (str, os.PathLike)):
+        path = os.path.abspath(os.path.expanduser(str(ms_logdir)))
+        if not _has_ms_files(path):
+            return []
+        reader = ms_module.MsLogdir(path)
+        for _ in range(100000):
+            if not reader.reload().pending:
+                break
+    else:
+        reader = ms_logdir
+    out = []
+    for run in reader.runs():
+        if runs and run not in runs:
+            continue
+        try:
+            tags = reader.tags(run)
+        except KeyError:
+            continue
+        scalars = {}
+        first_wall, last_wall = None, None
+        for tag in tags.get("scalars", []):
+            arrays = reader.scalar_arrays(run, tag)
+            if arrays is None or not len(arrays[0]):
+                continue
+            steps, walls, values = arrays
+            scalars[tag] = Series.from_points(tag, steps, walls, values)
+            lo, hi = float(np.min(walls)), float(np.max(walls))
+            first_wall = lo if first_wall is None else min(first_wall, lo)
+            last_wall = hi if last_wall is None else max(last_wall, hi)
+        state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
+        directory = run_dir(getattr(reader, "logdir", None), run)
+        if directory is not None:
+            total, newest, count = file_stats(directory, _is_ms_file)
+            state.total_bytes, state.last_modified, state.event_files = total, newest, count
+        out.append(RunSeries(run=run, scalars=scalars, state=state,
+                             histogram_tags=tuple(tags.get("histograms", []))))
+    return out
+
+
+def _has_ms_files(path):
+    for _, _, names in os.walk(path):
+        if any(_is_ms_file(n) for n in names):
+            return True
+    return False

@@ -1,0 +1,357 @@
+"""Real tiny MindSpore trainings, each engineered to show one problem, recorded by MonitoredTrainCell + TrainMonitor:
+the health check finds each problem with the right rule, level and step range, and the healthy control gets no
+WARN or ERROR.
+
+Eval loss, per-layer update ratio and data wait are recorded by a test-side callback (``health_training.ExtraTiers``)
+that writes the data contract's exact tags with our SummaryWriter into the same run folder, from the same real
+training: the update ratio is the real parameter change across each optimizer step.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mindspore")
+
+from tb_plugin_mindspore import metadata  # noqa: E402
+from tb_plugin_mindspore.health import engine, sources  # noqa: E402
+
+import health_training as ht  # noqa: E402
+
+STEPS = ht.STEPS_PER_EPOCH
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("health_runs")
+
+
+def _run(logdir, name, now=None):
+    (run,) = sources.runs_from_logdir(logdir / name, now=now)
+    return run
+
+
+def _report(logdir, name, now=None, config=None):
+    run = _run(logdir, name, now)
+    return run, engine.check_run(run, config)
+
+
+def _serious(found):
+    return [f for f in found if f.level in ("warn", "error")]
+
+
+def _first_nonfinite_step(run, tag):
+    s = run.scalars[tag]
+    bad = np.nonzero(~np.isfinite(s.values))[0]
+    return int(s.steps[bad[0]]) if bad.size else None
+
+
+# -- the runs ------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def healthy(logdir):
+    """Control: a 2-hidden-layer MLP with a step LR schedule, eval loss, update ratios and data wait recorded."""
+    train = ht.classification_data(n=128 * STEPS, features=64)
+    evals = ht.classification_data(n=512, features=64, seed=9)
+    ht.train(logdir / "healthy", train_data=train, eval_data=evals, hidden=1024, depth=2, batch=128, epochs=6)
+    return "healthy"
+
+
+@pytest.fixture(scope="module")
+def high_lr(logdir):
+    """Learning rate far too high without clipping (SGD on a linear regression): explodes, then NaN."""
+    ht.train(logdir / "high_lr", regression=True, optimizer="sgd", lr=0.5, collect_freq=1, extra=False)
+    return "high_lr"
+
+
+@pytest.fixture(scope="module")
+def constant_lr(logdir):
+    """The schedule is never bound to the optimizer: a plain float learning rate."""
+    ht.train(logdir / "constant_lr", schedule=False, extra=False)
+    return "constant_lr"
+
+
+NAN_STEP = 14
+
+
+def _poisoned():
+    # 16 batches per epoch; one sample of batch 14 (1-based) holds +Inf, so step 14 is the first NaN.
+    return ht.classification_data(n=16 * ht.BATCH, poison_row=(NAN_STEP - 1) * ht.BATCH + 5)
+
+
+@pytest.fixture(scope="module")
+def nan_every_step(logdir):
+    ht.train(logdir / "nan_freq1", train_data=_poisoned(), epochs=3, collect_freq=1, extra=False)
+    return "nan_freq1"
+
+
+@pytest.fixture(scope="module")
+def nan_every_4(logdir):
+    ht.train(logdir / "nan_freq4", train_data=_poisoned(), epochs=3, collect_freq=4, extra=False)
+    return "nan_freq4"
+
+
+@pytest.fixture(scope="module")
+def frozen_head(logdir):
+    """The classification head gets its own near-zero learning rate through a parameter group."""
+    ht.train(logdir / "frozen_head", optimizer="adam", lr=0.01, head_lr=1e-7, extra=True)
+    return "frozen_head"
+
+
+@pytest.fixture(scope="module")
+def overfit(logdir):
+    """32 training samples with 30% noisy labels, a wider net, 80 epochs; eval loss on 512 held-out samples."""
+    train = ht.classification_data(n=32, features=20, seed=3, noise=0.3)
+    evals = ht.classification_data(n=512, features=20, seed=4, noise=0.3)
+    ht.train(logdir / "overfit", train_data=train, eval_data=evals, epochs=80, lr=0.003, optimizer="adam",
+             hidden=64, collect_freq=2)
+    return "overfit"
+
+
+@pytest.fixture(scope="module")
+def slow_input(logdir):
+    """A generator dataset that sleeps 25 ms per batch while a step computes in about 3 ms."""
+    ht.train(logdir / "slow_input", slow_ms=25, epochs=6)
+    return "slow_input"
+
+
+CRASH_STEP = 20
+
+
+@pytest.fixture(scope="module")
+def crashed(logdir):
+    """Training raises at step 20 of 48; the process's exit closes the writer (on_train_end never runs)."""
+    monitors = []
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        ht.train(logdir / "crashed", stop_at_step=CRASH_STEP, extra=False, monitors=monitors)
+    monitors[0].close()      # what interpreter exit does for the crashed process (the writer's atexit hook)
+    return "crashed"
+
+
+@pytest.fixture(scope="module")
+def collector_logdir(tmp_path_factory):
+    """MindSpore's own SummaryCollector (``*_MS`` files, ``loss/auto``, weight histograms) with the NaN batch."""
+    root = tmp_path_factory.mktemp("ms_runs")
+    ht.train_collector(root / "collector", _poisoned())
+    return root
+
+
+# -- healthy control -------------------------------------------------------------------------------------------------
+def test_healthy_run_is_ok(logdir, healthy):
+    run, found = _report(logdir, healthy)
+    for tag in (metadata.LOSS, metadata.GRAD_NORM, metadata.LEARNING_RATE, metadata.EVAL_LOSS,
+                metadata.DATA_WAIT_MS, metadata.STEP_TIME_MS):
+        assert tag in run.scalars, tag
+    assert metadata.UPDATE_RATIO_LAYERS in run.layers
+    assert _serious(found) == [], [f.to_json() for f in found]
+    assert engine.status_of(found) == "ok"
+
+
+# -- problems --------------------------------------------------------------------------------------------------------
+def test_high_learning_rate_explodes_then_nan(logdir, high_lr):
+    run, found = _report(logdir, high_lr)
+    first_nan = _first_nonfinite_step(run, metadata.LOSS)
+    assert first_nan is not None and first_nan > 5
+    explosion = [f for f in found if f.rule == "grad_explosion"]
+    assert explosion and explosion[0].level == "error" and explosion[0].tag == metadata.GRAD_NORM
+    assert explosion[0].steps[0] <= 10 and explosion[0].steps[1] < first_nan
+    (nan_loss,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
+    assert nan_loss.level == "error" and nan_loss.steps[0] == first_nan
+    assert engine.status_of(found) == "error"
+
+
+def test_schedule_not_applied_is_constant_lr(logdir, constant_lr):
+    run, found = _report(logdir, constant_lr)
+    lr = run.scalars[metadata.LEARNING_RATE]
+    assert [f.rule for f in _serious(found)] == ["lr_constant"]
+    (f,) = _serious(found)
+    assert f.level == "warn" and f.tag == metadata.LEARNING_RATE
+    assert f.steps == (int(lr.steps[0]), int(lr.steps[-1]))
+
+
+def test_nan_injected_at_known_step_is_error_at_that_step(logdir, nan_every_step):
+    run, found = _report(logdir, nan_every_step)
+    nan = {f.tag: f for f in found if f.rule == "nonfinite"}
+    for tag in (metadata.LOSS, metadata.GRAD_NORM):
+        assert nan[tag].level == "error"
+        assert nan[tag].steps[0] == NAN_STEP, nan[tag]
+        assert "at step %d" % NAN_STEP in nan[tag].message
+    assert nan[metadata.LOSS].steps[1] == run.last_step()
+
+
+def test_nan_between_recorded_points_is_caught_by_the_interval(logdir, nan_every_4):
+    run, found = _report(logdir, nan_every_4)
+    (f,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
+    assert f.level == "error"
+    assert f.steps[0] == 13 and "between steps 13 and 16" in f.message      # points at 12 and 16
+
+
+def test_head_with_near_zero_lr_is_not_learning(logdir, frozen_head):
+    run, found = _report(logdir, frozen_head)
+    ratio = run.layers[metadata.UPDATE_RATIO_LAYERS]
+    head = [n for n in ratio.layers if n.startswith("2.")]
+    body = [n for n in ratio.layers if n.startswith("0.")]
+    assert head and body
+    (f,) = [f for f in found if f.rule == "layer_not_learning"]
+    assert f.level == "warn" and f.tag == metadata.UPDATE_RATIO_LAYERS
+    assert all(n in f.message for n in head) and not any(n in f.message for n in body)
+    assert f.steps == (int(ratio.steps[0]), int(ratio.steps[-1]))
+    # The per-group learning rates the callbacks record show why.
+    assert metadata.learning_rate_group_tag(1) in run.scalars
+
+
+def test_tiny_train_set_overfits(logdir, overfit):
+    run, found = _report(logdir, overfit)
+    ev = run.scalars[metadata.EVAL_LOSS]
+    best = int(ev.steps[int(np.argmin(ev.values))])
+    (f,) = [f for f in found if f.rule == "overfitting"]
+    assert f.level == "warn" and f.tag == metadata.EVAL_LOSS
+    assert f.steps == (best, int(ev.steps[-1]))
+    train = run.scalars[metadata.LOSS].values
+    assert train[-1] < 0.5 * train[0]           # the train loss really fell
+    assert ev.values[-1] > 1.05 * ev.values.min()
+
+
+def test_slow_data_pipeline_is_input_bound(logdir, slow_input):
+    run, found = _report(logdir, slow_input)
+    (f,) = [f for f in found if f.rule == "input_bound"]
+    assert f.level == "warn" and f.tag == metadata.DATA_WAIT_MS
+    wait = run.scalars[metadata.DATA_WAIT_MS]
+    assert f.steps == (int(wait.steps[0]), int(wait.steps[-1]))
+
+
+def test_crashed_run_is_unfinished_and_stalled(logdir, crashed):
+    run = _run(logdir, crashed)
+    assert run.last_step() == CRASH_STEP and run.expected_last_step() == 6 * STEPS
+    last = run.state.last_event_time
+    _, later = _report(logdir, crashed, now=last + 2 * 3600)
+    (f,) = [f for f in later if f.rule == "run_unfinished"]
+    assert f.level == "warn" and f.steps == (CRASH_STEP, CRASH_STEP)
+    assert "step %d of %d" % (CRASH_STEP, 6 * STEPS) in f.message
+    _, soon = _report(logdir, crashed, now=last + 600)
+    assert [f.rule for f in _serious(soon)] == ["run_stalled"]
+    _, now = _report(logdir, crashed, now=last + 5)
+    assert [f.rule for f in _serious(now) if f.rule.startswith("run_")] == []
+
+
+def test_summary_collector_ms_files_are_checked(collector_logdir):
+    # In its own process, as the command runs. Importing MindSpore (done by this test process) sets
+    # PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, which a user's shell does not have: leave it out.
+    env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
+    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.health.cli", "check", str(collector_logdir),
+                           "--format", "json", "--fail-on", "error"], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 1, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert run["run"] == "collector" and run["status"] == "error"
+    (f,) = [f for f in run["findings"] if f["rule"] == "nonfinite"]
+    assert f["level"] == "error" and f["tag"] == "loss/auto" and f["steps"][0] == NAN_STEP
+    (note,) = [f for f in run["findings"] if f["rule"] == "monitoring_overhead"]
+    assert note["level"] == "info" and "SummaryCollector" in note["message"]
+
+
+def test_finished_run_is_never_stalled(logdir, constant_lr):
+    run = _run(logdir, constant_lr, now=time.time() + 30 * 86400)
+    assert run.last_step() == run.expected_last_step()
+    assert [f for f in engine.check_run(run) if f.rule.startswith("run_")] == []
+
+
+def test_size_budget(logdir, healthy):
+    run, found = _report(logdir, healthy, config={"log_size": {"max_bytes": 2000}})
+    (f,) = [f for f in found if f.rule == "log_size"]
+    assert f.level == "warn" and run.state.total_bytes > 2000
+
+
+# -- every run at once: the CLI and the plugin's data provider ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def all_runs(logdir, healthy, high_lr, constant_lr, nan_every_step, nan_every_4, frozen_head, overfit, slow_input,
+             crashed):
+    return logdir
+
+
+EXPECTED_STATUS = {"healthy": "ok", "high_lr": "error", "constant_lr": "warn", "nan_freq1": "error",
+                   "nan_freq4": "error", "frozen_head": "warn", "overfit": "warn", "slow_input": "warn"}
+
+
+def _parser():
+    import argparse
+
+    from tb_plugin_mindspore.health.cli import add_check_parser
+
+    parser = argparse.ArgumentParser(prog="tb-mindspore")
+    sub = parser.add_subparsers(dest="command")
+    add_check_parser(sub)
+    return parser
+
+
+@pytest.mark.slow
+def test_check_cli_over_every_real_run(all_runs, capsys):
+    args = _parser().parse_args(["check", str(all_runs), "--format", "json"])
+    assert args.func(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    status = {r["run"]: r["status"] for r in report["runs"]}
+    for name, expected in EXPECTED_STATUS.items():
+        assert status[name] == expected, (name, report)
+    args = _parser().parse_args(["check", str(all_runs), "--fail-on", "error"])
+    assert args.func(args) == 1
+    capsys.readouterr()
+    args = _parser().parse_args(["check", str(all_runs / "healthy"), "--fail-on", "warn"])
+    assert args.func(args) == 0
+
+
+def _tensorboard_provider(logdir, load_fast):
+    """TensorBoard's own data provider over ``logdir`` (either loader), with our plugin's flags applied."""
+    from tensorboard import default, program
+
+    tb = program.TensorBoard(plugins=default.get_plugins())
+    tb.configure(argv=["tensorboard", "--logdir", str(logdir), "--load_fast", load_fast, "--reload_interval", "1"])
+    provider, _ = tb._make_data_provider()
+    return tb, provider
+
+
+def _stop(tb):
+    ingester = getattr(tb, "_ingester", None)
+    proc = getattr(ingester, "_data_server_process", None) or getattr(ingester, "_process", None)
+    if proc is not None:
+        proc.terminate()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("load_fast", ["false", "true"])
+def test_report_through_tensorboards_data_provider_matches_disk(all_runs, load_fast):
+    from tensorboard import context as tb_context
+
+    from tb_plugin_mindspore import health
+
+    disk = {r["run"]: r for r in health.check_logdir(all_runs)["runs"] if r["run"] in EXPECTED_STATUS}
+    tb, provider = _tensorboard_provider(all_runs, load_fast)
+    try:
+        ctx = tb_context.RequestContext()
+        deadline = time.time() + 90
+        while True:
+            try:
+                got = {r["run"]: r for r in health.check_provider(provider, ctx, "", logdir=str(all_runs))["runs"]}
+            except Exception:     # the data server may still be starting
+                got = {}
+            ready = set(disk) <= set(got) and all(got[n] == disk[n] for n in EXPECTED_STATUS)
+            if ready or time.time() > deadline:
+                break
+            time.sleep(1.0)
+    finally:
+        _stop(tb)
+    assert set(disk) <= set(got)
+    for name in EXPECTED_STATUS:
+        assert got[name] == disk[name], name
+
+
+def test_nonfinite_values_stay_out_of_the_json(all_runs):
+    from tb_plugin_mindspore import health
+
+    rep = health.check_logdir(all_runs / "nan_freq1")
+    text = json.dumps(rep, allow_nan=False)
+    assert "NaN" in text and not math.isnan(rep["runs"][0]["findings"][0]["steps"][0])

@@ -1,0 +1,534 @@
+"""Each health rule on synthetic numpy series: it fires at the right level and step range, and stays quiet on a
+healthy run."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.health import engine, rules
+from tb_plugin_mindspore.health.series import RunState
+
+from health_helpers import T0, findings, healthy_arrays, healthy_run, make_run, serious
+
+
+# -- healthy control -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_healthy_run_has_no_warning_or_error(seed):
+    run = healthy_run(seed=seed)
+    assert serious(run) == []
+    assert engine.run_report(run)["status"] == "ok"
+
+
+def test_every_rule_has_id_level_source_and_thresholds():
+    ids = [r.id for r in rules.RULES]
+    assert len(ids) == len(set(ids))
+    for r in rules.RULES:
+        assert r.level in rules.LEVELS and r.source and r.summary
+        assert isinstance(r.defaults, dict)
+    described = engine.describe_rules()
+    assert [d["id"] for d in described] == ids
+    json.dumps(described)
+
+
+# -- NaN / Inf -------------------------------------------------------------------------------------------------------
+def test_nan_loss_is_error_at_first_step():
+    loss, grad, lr, _, _ = healthy_arrays(60)
+    loss[17:] = np.nan           # step 18 onwards
+    grad[20] = np.inf            # step 21
+    run = make_run({metadata.LOSS: loss, metadata.GRAD_NORM: grad, metadata.LEARNING_RATE: lr})
+    found = {f.tag: f for f in findings(run, "nonfinite")}
+    assert found[metadata.LOSS].level == "error"
+    assert found[metadata.LOSS].steps == (18, 60)
+    assert "at step 18" in found[metadata.LOSS].message and "still non-finite" in found[metadata.LOSS].message
+    assert found[metadata.GRAD_NORM].steps == (21, 21)
+    assert "Inf" in found[metadata.GRAD_NORM].message
+    assert engine.run_report(run)["status"] == "error"
+
+
+def test_nan_between_recorded_points_found_through_interval():
+    steps = np.arange(5, 101, 5)
+    loss = np.linspace(2, 1, steps.size)            # every recorded value finite
+    rows = [(s, 0.9, 1.0, 1.1, 5, 1 if s == 40 else 0) for s in steps]
+    run = make_run({metadata.LOSS: (steps, loss)}, intervals={metadata.LOSS: rows})
+    (f,) = findings(run, "nonfinite")
+    assert f.level == "error" and f.steps == (36, 40)
+    assert "between steps 36 and 40" in f.message
+
+
+def test_grad_overflow_with_loss_scale_is_info():
+    loss, grad, lr, _, _ = healthy_arrays(60)
+    grad[[10, 30]] = np.inf
+    run = make_run({metadata.LOSS: loss, metadata.GRAD_NORM: grad, metadata.LEARNING_RATE: lr,
+                    metadata.LOSS_SCALE: np.full(60, 1024.0)})
+    (f,) = findings(run, "nonfinite")
+    assert f.level == "info" and "loss scaling" in f.message
+
+
+# -- gradient explosion ----------------------------------------------------------------------------------------------
+def _steady_grad(n=100, seed=0):
+    rng = np.random.default_rng(seed)
+    return 1.0 + rng.normal(0, 0.05, n)
+
+
+def test_persistent_grad_spike_warns_with_step_range():
+    grad = _steady_grad()
+    grad[60:62] = 5.0            # steps 61-62
+    run = make_run({metadata.GRAD_NORM: grad})
+    (f,) = findings(run, "grad_explosion")
+    assert f.level == "warn" and f.steps == (61, 62)
+
+
+def test_single_moderate_blip_is_not_an_alarm():
+    grad = _steady_grad()
+    grad[60] = 3.0               # z-score high, once, below 10x the running max
+    assert findings(make_run({metadata.GRAD_NORM: grad}), "grad_explosion") == []
+
+
+def test_single_huge_spike_warns_by_ratio_to_running_max():
+    grad = _steady_grad()
+    grad[70] = 40.0
+    (f,) = findings(make_run({metadata.GRAD_NORM: grad}), "grad_explosion")
+    assert f.steps == (71, 71) and f.level == "warn"
+
+
+def test_spike_between_points_seen_in_interval_max():
+    steps = np.arange(10, 501, 10)
+    grad = _steady_grad(steps.size)
+    rows = [(s, 0.9, 1.0, 60.0 if s == 300 else 1.1, 10, 0) for s in steps]
+    run = make_run({metadata.GRAD_NORM: (steps, grad)}, intervals={metadata.GRAD_NORM: rows})
+    (f,) = findings(run, "grad_explosion")
+    assert f.steps == (300, 300) and "interval max" in f.message
+
+
+def test_sustained_growth_is_explosion():
+    grad = 0.5 * 1.15 ** np.arange(80)      # 0.5 -> ~35000
+    (f,) = findings(make_run({metadata.GRAD_NORM: grad}), "grad_explosion")
+    assert f.level == "error" and "grew" in f.message
+    assert f.steps[1] == 80 and f.steps[0] < 20
+
+
+# -- vanishing gradients ---------------------------------------------------------------------------------------------
+def test_vanishing_global_grad_norm_warns_when_loss_not_converged():
+    n = 100
+    grad = np.logspace(0, -6, n)
+    loss = 1.0 + 0.01 * np.random.default_rng(0).normal(size=n)
+    (f,) = findings(make_run({metadata.LOSS: loss, metadata.GRAD_NORM: grad}), "vanishing_gradients")
+    assert f.level == "warn" and f.steps[1] == n
+
+
+def test_vanishing_grad_with_converged_loss_is_info():
+    n = 100
+    grad = np.logspace(0, -6, n)
+    loss = np.logspace(0, -5, n)
+    (f,) = findings(make_run({metadata.LOSS: loss, metadata.GRAD_NORM: grad}), "vanishing_gradients")
+    assert f.level == "info"
+
+
+def test_vanishing_per_layer_grad_norm_names_the_layer():
+    run = healthy_run()
+    layer = run.layers[metadata.GRAD_NORM_LAYERS]
+    layer.values[:, 0] = np.logspace(-1, -7, layer.steps.size)
+    (f,) = findings(run, "vanishing_gradients")
+    assert f.level == "warn" and "encoder.0.weight" in f.message and f.tag == metadata.GRAD_NORM_LAYERS
+
+
+# -- loss trends -----------------------------------------------------------------------------------------------------
+def test_flat_loss_is_not_decreasing():
+    loss = 1.1 + 0.02 * np.random.default_rng(0).normal(size=80)
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_not_decreasing")
+    assert f.level == "warn" and f.steps == (1, 80)
+
+
+def test_rising_loss_is_not_decreasing():
+    loss = np.linspace(1.0, 3.0, 50)
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_not_decreasing")
+    assert "rose" in f.message
+
+
+def test_plateau_after_decrease_is_info():
+    t = np.arange(200)
+    loss = np.where(t < 80, 2.0 - 1.5 * t / 80.0, 0.5) + 0.001 * np.random.default_rng(0).normal(size=200)
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_plateau")
+    assert f.level == "info" and f.steps[1] == 200 and f.steps[0] > 80
+
+
+def test_oscillating_loss_warns():
+    t = np.arange(120)
+    loss = 1.0 + 0.8 * (t % 2) + 0.2 * np.exp(-t / 50)
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_oscillation")
+    assert f.level == "warn" and f.steps == (61, 120)
+
+
+def test_megatron_spiky_loss_warns():
+    loss, _, _, _, _ = healthy_arrays(100)
+    loss[80] = 30.0              # > 10x the largest loss before it (about 2.3)
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_spike")
+    assert f.level == "warn" and f.steps == (81, 81) and "Megatron" in f.message
+
+
+def test_local_loss_spike_is_info():
+    loss, _, _, _, _ = healthy_arrays(200)
+    loss[150] = 2.0              # ~6x the recent level (~0.33), below 10x the initial loss
+    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_spike")
+    assert f.level == "info" and f.steps == (151, 151)
+
+
+# -- learning rate ---------------------------------------------------------------------------------------------------
+def test_constant_learning_rate_warns():
+    loss, grad, _, _, _ = healthy_arrays(100)
+    run = make_run({metadata.LOSS: loss, metadata.LEARNING_RATE: np.full(100, 1e-3)})
+    (f,) = findings(run, "lr_constant")
+    assert f.level == "warn" and f.steps == (1, 100) and f.tag == metadata.LEARNING_RATE
+    assert "schedule" in f.message
+
+
+def test_zero_learning_rate_is_error():
+    (f,) = findings(make_run({metadata.LEARNING_RATE: np.zeros(50)}), "lr_constant")
+    assert f.level == "error"
+
+
+def test_short_runs_do_not_judge_the_schedule():
+    assert findings(make_run({metadata.LEARNING_RATE: np.full(3, 1e-3)}), "lr_constant") == []
+
+
+def test_lr_change_without_update_change_warns():
+    n = 100
+    lr = np.where(np.arange(1, n + 1) <= 50, 1e-2, 1e-3)
+    ratio_steps = np.arange(5, n + 1, 5)
+    ratios = np.full((ratio_steps.size, 2), 1e-3)
+    run = make_run({metadata.LEARNING_RATE: lr},
+                   layers={metadata.UPDATE_RATIO_LAYERS: (["a.weight", "b.weight"], (ratio_steps, ratios))})
+    (f,) = findings(run, "lr_update_mismatch")
+    assert f.level == "warn" and f.steps[0] <= 50 < f.steps[1]
+
+
+def test_lr_change_followed_by_updates_is_fine():
+    n = 100
+    lr = np.where(np.arange(1, n + 1) <= 50, 1e-2, 1e-3)
+    ratio_steps = np.arange(5, n + 1, 5)
+    ratios = np.where(ratio_steps[:, None] <= 50, 1e-2, 1e-3) * np.ones((1, 2))
+    run = make_run({metadata.LEARNING_RATE: lr},
+                   layers={metadata.UPDATE_RATIO_LAYERS: (["a.weight", "b.weight"], (ratio_steps, ratios))})
+    assert findings(run, "lr_update_mismatch") == []
+
+
+# -- layers ----------------------------------------------------------------------------------------------------------
+def test_head_not_learning_is_named():
+    run = healthy_run()
+    ur = run.layers[metadata.UPDATE_RATIO_LAYERS]
+    ur.values[:, ur.layers.index("head.weight")] = 2e-6
+    (f,) = findings(run, "layer_not_learning")
+    assert f.level == "warn" and "head.weight" in f.message and f.tag == metadata.UPDATE_RATIO_LAYERS
+    assert "encoder.0.weight" not in f.message
+    assert f.steps == (int(ur.steps[0]), int(ur.steps[-1]))
+
+
+def test_all_layers_slow_means_lr_too_low():
+    run = healthy_run()
+    run.layers[metadata.UPDATE_RATIO_LAYERS].values[:] = 1e-6
+    (f,) = findings(run, "layer_not_learning")
+    assert "Every layer" in f.message
+
+
+def test_frozen_weights_from_weight_norms():
+    steps = np.arange(10, 101, 10)
+    norms = np.stack([np.linspace(5, 6, steps.size), np.full(steps.size, 3.0)], axis=1)
+    run = make_run({}, layers={metadata.WEIGHT_NORM_LAYERS: (["body.weight", "head.weight"], (steps, norms))})
+    (f,) = findings(run, "layer_not_learning")
+    assert "head.weight" in f.message and "body.weight" not in f.message
+
+
+def test_layer_updating_too_fast_warns_and_biases_are_ignored():
+    run = healthy_run()
+    ur = run.layers[metadata.UPDATE_RATIO_LAYERS]
+    ur.values[:, ur.layers.index("encoder.1.weight")] = 0.4
+    ur.values[:, ur.layers.index("head.bias")] = 0.9
+    (f,) = findings(run, "layer_too_fast")
+    assert "encoder.1.weight" in f.message and "head.bias" not in f.message
+
+
+def test_per_layer_scalar_families_are_layers():
+    # mindformers' TrainingStateMonitor writes one scalar per parameter under local_norm/<name>.
+    steps = np.arange(1, 41)
+    scalars = {"local_norm/a.weight": np.full(40, 0.5), "local_norm/b.weight": np.logspace(-1, -9, 40)}
+    run = make_run(scalars)
+    layer = run.layer_series("layer_grad_norm")
+    assert layer.layers == ["a.weight", "b.weight"] and list(layer.steps) == list(steps)
+    (f,) = findings(run, "vanishing_gradients")
+    assert "b.weight" in f.message and f.tag == "local_norm"
+
+
+# -- overfitting -----------------------------------------------------------------------------------------------------
+def _overfit_run(eval_values, train=None):
+    eval_steps = np.arange(10, 10 * len(eval_values) + 1, 10)
+    n = int(eval_steps[-1])
+    train = np.linspace(2.0, 0.1, n) if train is None else train
+    return make_run({metadata.LOSS: train, metadata.EVAL_LOSS: (eval_steps, np.asarray(eval_values))})
+
+
+def test_eval_loss_rising_while_train_falls_is_overfitting():
+    run = _overfit_run([2.0, 1.5, 1.2, 1.0, 1.05, 1.12, 1.2, 1.3])
+    (f,) = findings(run, "overfitting")
+    assert f.level == "warn" and f.steps == (40, 80) and f.tag == metadata.EVAL_LOSS
+    assert "step 40" in f.message
+
+
+def test_one_high_eval_point_is_not_overfitting():
+    assert findings(_overfit_run([2.0, 1.5, 1.2, 1.0, 1.3, 0.95, 0.94, 0.93]), "overfitting") == []
+
+
+def test_eval_and_train_rising_is_not_overfitting():
+    run = _overfit_run([2.0, 1.5, 1.2, 1.0, 1.1, 1.2, 1.3, 1.4], train=np.concatenate(
+        [np.linspace(2, 1, 40), np.linspace(1, 3, 40)]))
+    assert findings(run, "overfitting") == []
+
+
+# -- throughput ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("wait,level", [(15.0, "warn"), (5.0, "info"), (0.5, None)])
+def test_input_bound_levels(wait, level):
+    run = make_run({metadata.STEP_TIME_MS: np.full(30, 50.0), metadata.DATA_WAIT_MS: np.full(30, wait)})
+    found = findings(run, "input_bound")
+    if level is None:
+        assert found == []
+    else:
+        (f,) = found
+        assert f.level == level and f.tag == metadata.DATA_WAIT_MS and f.steps == (1, 30)
+
+
+def test_step_time_regression_warns():
+    step = np.concatenate([np.full(60, 50.0), np.full(40, 120.0)]) + np.random.default_rng(0).normal(0, 1, 100)
+    (f,) = findings(make_run({metadata.STEP_TIME_MS: step}, dt=5.0), "step_time_regression")
+    assert f.level == "warn" and 58 <= f.steps[0] <= 64 and f.steps[1] >= 97
+
+
+def test_throughput_drop_is_a_regression_too():
+    tp = np.concatenate([np.full(60, 1000.0), np.full(40, 400.0)])
+    (f,) = findings(make_run({metadata.THROUGHPUT: tp}, dt=5.0), "step_time_regression")
+    assert "Throughput" in f.message
+
+
+# -- run state -------------------------------------------------------------------------------------------------------
+def _state_run(idle, info, last_step=50):
+    loss = np.linspace(2, 1, last_step)
+    run = make_run({metadata.LOSS: loss}, info=info)
+    last = run.scalars[metadata.LOSS].wall_times[-1]
+    run.state = RunState(now=last + idle, last_event_time=last, first_event_time=T0, last_modified=last,
+                         total_bytes=10_000)
+    return run
+
+
+def test_stalled_run_warns():
+    run = _state_run(600, {"epochs": 2, "steps_per_epoch": 50})
+    (f,) = findings(run, "run_stalled")
+    assert f.level == "warn" and f.steps == (50, 50) and "step 50 of 100" in f.message
+    assert findings(run, "run_unfinished") == []
+
+
+def test_crashed_run_is_unfinished():
+    run = _state_run(7200, {"epochs": 2, "steps_per_epoch": 50})
+    (f,) = findings(run, "run_unfinished")
+    assert f.level == "warn" and "50 of 100" in f.message
+    assert findings(run, "run_stalled") == []
+
+
+def test_finished_or_recent_runs_are_not_stalled():
+    assert findings(_state_run(7200, {"epochs": 1, "steps_per_epoch": 50}), "run_stalled") == []
+    assert findings(_state_run(7200, {"epochs": 1, "steps_per_epoch": 50}), "run_unfinished") == []
+    assert findings(_state_run(20, {"epochs": 2, "steps_per_epoch": 50}), "run_stalled") == []
+
+
+def test_unknown_length_stall_is_info_and_old_runs_are_quiet():
+    (f,) = findings(_state_run(900, {}), "run_stalled")
+    assert f.level == "info"
+    assert findings(_state_run(3 * 86400, {}), "run_stalled") == []
+
+
+def test_log_size_budget():
+    run = _state_run(5, {"epochs": 10, "steps_per_epoch": 50})
+    run.state.total_bytes = 6 * 1024 ** 3
+    (f,) = findings(run, "log_size")
+    assert f.level == "warn" and "budget" in f.message
+    run.state.total_bytes = 1024 ** 3          # 1 GiB at step 50 of 500: projected 10 GiB
+    (f,) = findings(run, "log_size")
+    assert "will reach" in f.message
+    run.state.total_bytes = 1000
+    assert findings(run, "log_size") == []
+    assert findings(run, "log_size", {"log_size": {"max_bytes": 5000}})[0].rule == "log_size"
+
+
+def test_monitoring_overhead_from_step_time_intervals():
+    steps = np.arange(10, 201, 10)
+    rows = [(s, 10.0, 28.0, 190.0, 10, 0) for s in steps]     # one step in ten costs 180 ms extra
+    run = make_run({metadata.STEP_TIME_MS: (steps, np.full(steps.size, 28.0))},
+                   intervals={metadata.STEP_TIME_MS: rows})
+    (f,) = findings(run, "monitoring_overhead")
+    assert f.level == "warn" and f.tag == metadata.STEP_TIME_MS
+    cheap = [(s, 10.0, 10.2, 11.0, 10, 0) for s in steps]
+    run = make_run({metadata.STEP_TIME_MS: (steps, np.full(steps.size, 10.2))},
+                   intervals={metadata.STEP_TIME_MS: cheap})
+    assert findings(run, "monitoring_overhead") == []
+
+
+def test_summary_collector_histograms_are_noted():
+    run = make_run({"loss/auto": np.linspace(2, 1, 20)}, histograms=["fc1.weight/auto", "fc2.weight/auto"])
+    (f,) = findings(run, "monitoring_overhead")
+    assert f.level == "info" and "SummaryCollector" in f.message
+
+
+# -- data presence ---------------------------------------------------------------------------------------------------
+def test_no_scalars_and_no_loss():
+    (f,) = findings(make_run({}), "no_loss")
+    assert f.level == "warn" and "No scalars" in f.message
+    (f,) = findings(make_run({"something/else": np.ones(10)}), "no_loss")
+    assert f.level == "warn" and "something/else" in f.message
+    (f,) = findings(make_run({metadata.LOSS: np.ones(2)}), "no_loss")
+    assert f.level == "info"
+
+
+# -- aliases ---------------------------------------------------------------------------------------------------------
+def test_mindformers_tags():
+    loss, grad, _, _, _ = healthy_arrays(100)
+    grad[50:53] = 50.0
+    run = make_run({"loss": loss, "grad-norm": grad, "learning-rate": np.full(100, 5e-5),
+                    "loss vs samples": loss})
+    got = {f.rule: f for f in serious(run)}
+    assert got["lr_constant"].tag == "learning-rate"
+    assert got["grad_explosion"].tag == "grad-norm"
+
+
+def test_summary_collector_loss_auto():
+    loss = np.linspace(2, 1, 40)
+    loss[25] = np.nan
+    (f,) = findings(make_run({"loss/auto": loss}), "nonfinite")
+    assert f.tag == "loss/auto" and f.steps[0] == 26 and f.level == "error"
+    (f,) = findings(make_run({"loss/auto[:Scalar]": loss}), "nonfinite")
+    assert f.tag == "loss/auto[:Scalar]"
+
+
+def test_our_tags_win_over_plain_names():
+    run = make_run({metadata.LOSS: np.linspace(2, 1, 20), "loss": np.ones(20)})
+    assert run.tag_of("loss") == metadata.LOSS
+
+
+def test_learning_rate_groups_are_found():
+    run = make_run({metadata.learning_rate_group_tag(1): np.ones(10), metadata.learning_rate_group_tag(0):
+                    np.ones(10)})
+    assert [s.tag for s in run.learning_rate_groups()] == ["core/learning_rate/group0", "core/learning_rate/group1"]
+
+
+# -- engine: config, report shape ------------------------------------------------------------------------------------
+def test_config_overrides_thresholds_levels_and_disables():
+    run = make_run({metadata.LEARNING_RATE: np.full(100, 1e-3)})
+    assert findings(run, "lr_constant", {"lr_constant": {"enabled": False}}) == []
+    assert findings(run, "lr_constant", {"lr_constant": {"min_points": "500"}}) == []
+    (f,) = findings(run, "lr_constant", {"lr_constant": {"level": "error"}})
+    assert f.level == "error"
+
+
+@pytest.mark.parametrize("config", [
+    {"no_such_rule": {}},
+    {"lr_constant": {"no_such_threshold": 1}},
+    {"lr_constant": {"min_points": "many"}},
+    {"lr_constant": {"level": "fatal"}},
+    {"layer_too_fast": {"ignore": "("}},
+])
+def test_bad_config_is_rejected(config):
+    with pytest.raises(engine.ConfigError):
+        engine.check_run(make_run({}), config)
+
+
+def test_report_shape_and_status():
+    bad = healthy_run(name="b_bad")
+    bad.scalars[metadata.LOSS].values[100:] = np.nan
+    good = healthy_run(name="a_good")
+    rep = engine.report([bad, good])
+    assert list(rep) == ["runs"]
+    assert [r["run"] for r in rep["runs"]] == ["a_good", "b_bad"]
+    assert [r["status"] for r in rep["runs"]] == ["ok", "error"]
+    for r in rep["runs"]:
+        assert set(r) == {"run", "status", "findings"}
+        for f in r["findings"]:
+            assert set(f) == {"rule", "level", "message", "tag", "steps"}
+            assert f["level"] in ("info", "warn", "error") and isinstance(f["message"], str)
+            assert isinstance(f["steps"], list) and len(f["steps"]) == 2 and f["steps"][0] <= f["steps"][1]
+            assert all(isinstance(s, int) for s in f["steps"])
+    levels = [f["level"] for f in rep["runs"][1]["findings"]]
+    assert levels == sorted(levels, key=lambda lv: -rules.LEVEL_RANK[lv])
+    json.dumps(rep, allow_nan=False)
+
+
+def test_a_failing_rule_does_not_hide_the_others(monkeypatch):
+    def broken(run, cfg):
+        raise RuntimeError("boom")
+
+    rule = rules.RULES_BY_ID["loss_spike"]
+    monkeypatch.setattr(rules, "RULES", [rules.Rule(rule.id, rule.level, rule.source, rule.summary, rule.defaults,
+                                                    broken)] + [r for r in rules.RULES if r.id != rule.id])
+    monkeypatch.setattr(engine, "RULES", rules.RULES)
+    run = make_run({metadata.LOSS: np.linspace(2, 1, 100), metadata.LEARNING_RATE: np.full(100, 1e-3)})
+    assert [f.rule for f in serious(run)] == ["lr_constant"]
+
+
+# -- robustness: any series, no exception, JSON-safe report ------------------------------------------------------------
+_values = st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32),
+                             st.sampled_from([0.0, 1e-30, 1e30])), min_size=0, max_size=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loss=_values, grad=_values, lr=_values, step=_values, wait=_values, ev=_values, layer=_values,
+       idle=st.floats(0, 1e6))
+def test_engine_never_raises_on_odd_series(loss, grad, lr, step, wait, ev, layer, idle):
+    scalars = {}
+    for tag, vals in ((metadata.LOSS, loss), (metadata.GRAD_NORM, grad), (metadata.LEARNING_RATE, lr),
+                      (metadata.STEP_TIME_MS, step), (metadata.DATA_WAIT_MS, wait), (metadata.EVAL_LOSS, ev)):
+        if vals:
+            scalars[tag] = np.asarray(vals, dtype=np.float64)
+    layers = {}
+    if len(layer) >= 2:
+        m = np.asarray(layer[: (len(layer) // 2) * 2], dtype=np.float64).reshape(-1, 2)
+        layers = {metadata.UPDATE_RATIO_LAYERS: (["a", "b"], m), metadata.GRAD_NORM_LAYERS: (["a", "b"], m),
+                  metadata.WEIGHT_NORM_LAYERS: (["a", "b"], m)}
+    rows = [(i + 1, v, v, v, 3, 1 if not math.isfinite(v) else 0) for i, v in enumerate(step)]
+    run = make_run(scalars, layers=layers, intervals={metadata.STEP_TIME_MS: rows} if rows else None,
+                   info={"epochs": 3, "steps_per_epoch": 40})
+    run.state.now += idle
+    rules_ran = []
+    for rule in rules.RULES:
+        cfg, _, _ = engine._merged_config(rule, None)
+        rules_ran.append(rule.fn(run, cfg))       # direct call: a rule must not raise
+    rep = engine.report([run])
+    json.dumps(rep, allow_nan=False)
+
+
+def test_short_burst_of_machine_load_is_not_a_regression():
+    step = np.full(100, 50.0)
+    step[40:55] = 120.0                      # 15 points: under 20% of the run
+    assert findings(make_run({metadata.STEP_TIME_MS: step}, dt=5.0), "step_time_regression") == []
+    step = np.concatenate([np.full(60, 50.0), np.full(40, 120.0)])
+    fast = make_run({metadata.STEP_TIME_MS: step}, dt=0.01)     # 40 slow points within 0.4 s of wall time
+    assert findings(fast, "step_time_regression") == []
+
+
+def test_a_long_run_is_checked_quickly():
+    import time
+
+    n = 100_000
+    rng = np.random.default_rng(0)
+    t = np.arange(n)
+    steps = t + 1
+    names = ["layer%d.weight" % i for i in range(50)]
+    rows = [(s, 1.0, 1.0, 1.0, 1, 0) for s in steps]
+    run = make_run({metadata.LOSS: 0.3 + 2 * np.exp(-t / 20000) + rng.normal(0, 0.03, n),
+                    metadata.GRAD_NORM: 1 + rng.normal(0, 0.05, n), metadata.LEARNING_RATE: 1e-3 * np.cos(t / n),
+                    metadata.STEP_TIME_MS: 50 + rng.normal(0, 1, n), metadata.DATA_WAIT_MS: np.ones(n)},
+                   intervals={metadata.LOSS: rows, metadata.GRAD_NORM: rows},
+                   layers={metadata.UPDATE_RATIO_LAYERS: (names, (steps[99::100], np.full((1000, 50), 1e-3)))})
+    start = time.perf_counter()
+    report = engine.run_report(run)
+    assert time.perf_counter() - start < 5.0
+    assert report["status"] == "ok"
