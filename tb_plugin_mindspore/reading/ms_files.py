@@ -1,0 +1,486 @@
+"""Incremental, corruption-tolerant reading of MindSpore's summary files (``*_MS``) and lineage files (``*_lineage``).
+
+``SummaryRecord`` and ``SummaryCollector`` write ``<prefix>.out.events.summary.<time>.<device>.<host><suffix>``
+(default prefix ``events``, suffix ``_MS``) and a ``..._lineage`` twin. Both use TFRecord framing
+(``u64 length | masked crc32c(length) | payload | masked crc32c(payload)``); the payload is MindSpore's ``Event``
+(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore.
+
+:class:`MsFile` reads one file from where it stopped last time:
+
+* A record cut off at the end (the writer has not finished it) is left for the next call, never reported.
+* A record whose payload checksum is wrong, or whose payload does not decode, is skipped and reported as a
+  problem ``(offset, reason)``; reading goes on with the next record.
+* A record whose length checksum is wrong loses the framing: the reader reports it once, then searches forward for
+  the next position that holds a valid record and resumes there (the bytes in between are reported as skipped).
+* Reading never raises on file contents; an unreadable file (permissions, vanished) is reported once and retried.
+
+The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`landscape_dict`,
+:func:`lineage_update`) turn the messages into plain Python / numpy values; ``ms_logdir.MsLogdir`` and
+``convert`` build on them.
+"""
+
+import json
+import os
+import re
+import struct
+
+import google_crc32c
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from . import ms_proto
+
+SUMMARY_MARK = ".out.events.summary."
+LINEAGE_SUFFIX = "_lineage"
+HEADER_BYTES = 12
+FOOTER_BYTES = 4
+# A length above this is treated as corruption even if its checksum matches (no real event is this large).
+MAX_RECORD_BYTES = 256 << 20
+# Problems kept per file; later ones are only counted.
+MAX_PROBLEMS_PER_FILE = 50
+
+_U64 = struct.Struct("<Q").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_crc = google_crc32c.value
+_ZERO4 = b"\x00\x00\x00\x00"
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def file_kind(name):
+    """``"summary"``, ``"lineage"`` or ``None`` for a file name (not a path)."""
+    if SUMMARY_MARK not in name:
+        return None
+    if name.endswith(LINEAGE_SUFFIX):
+        return "lineage"
+    return "summary"
+
+
+def _masked(crc):
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _header_ok(buf, off):
+    return _masked(_crc(buf[off:off + 8])) == _U32(buf, off + 8)[0]
+
+
+def _find_resync(buf, start):
+    """First offset >= start that holds a plausible record header (and a valid payload if complete), else None.
+
+    Candidates need the four high bytes of the length to be zero (records are < 4 GiB), which ``bytes.find`` finds
+    at C speed; runs of zero bytes are skipped as a whole (an all-zero header is never valid).
+    """
+    end = len(buf)
+    pos = start
+    while pos + HEADER_BYTES <= end:
+        j = buf.find(_ZERO4, pos + 4)
+        if j < 0:
+            return None
+        p = j - 4
+        if p + HEADER_BYTES > end:
+            return None
+        if buf[p + 8:p + 12] == _ZERO4 and buf[p:p + 4] == _ZERO4:
+            m = _NONZERO.search(buf, p)
+            if m is None:
+                return None
+            pos = max(p + 1, m.start() - 11)
+            continue
+        if _header_ok(buf, p):
+            (n,) = _U64(buf, p)
+            stop = p + HEADER_BYTES + n
+            if n <= MAX_RECORD_BYTES:
+                if stop + FOOTER_BYTES > end:
+                    return p
+                if _masked(_crc(buf[p + HEADER_BYTES:stop])) == _U32(buf, stop)[0]:
+                    return p
+        pos = p + 1
+    return None
+
+
+class ScanResult:
+    __slots__ = ("payloads", "offsets", "consumed", "problems", "need", "resyncing")
+
+    def __init__(self):
+        self.payloads = []
+        self.offsets = []
+        self.consumed = 0
+        self.problems = []
+        self.need = 0          # bytes (from ``consumed``) the next record needs, when it is incomplete
+        self.resyncing = False
+
+
+def scan(buf, base=0, resyncing=False):
+    """Splits ``buf`` (the file's bytes from offset ``base``) into record payloads.
+
+    Returns a :class:`ScanResult`: the payloads with good checksums and their file offsets, ``consumed`` (how many
+    bytes of ``buf`` are done with; the next read starts at ``base + consumed``), problems as
+    ``(file offset, reason)`` and, if the last record is incomplete, ``need`` = its full size. ``resyncing``: the
+    previous call stopped inside a damaged region (no new problem is reported for it).
+    """
+    res = ScanResult()
+    payloads, offsets, problems = res.payloads, res.offsets, res.problems
+    app, oapp = payloads.append, offsets.append
+    end = len(buf)
+    off = 0
+    if resyncing:
+        nxt = _find_resync(buf, 0)
+        if nxt is None:
+            res.consumed = max(0, end - (HEADER_BYTES - 1))
+            res.resyncing = True
+            return res
+        problems.append((base + nxt, "resynchronized: next valid record"))
+        off = nxt
+    while off + HEADER_BYTES <= end:
+        (n,) = _U64(buf, off)
+        stop = off + HEADER_BYTES + n
+        if stop + FOOTER_BYTES <= end:
+            data = buf[off + HEADER_BYTES:stop]
+            crc = _crc(data)
+            if (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF == _U32(buf, stop)[0]:
+                app(data)
+                oapp(base + off)
+                off = stop + FOOTER_BYTES
+                continue
+            # Payload checksum wrong: the payload is damaged if the length is right, else the framing is lost.
+            if n <= MAX_RECORD_BYTES and _header_ok(buf, off):
+                problems.append((base + off, "bad payload checksum; record skipped"))
+                off = stop + FOOTER_BYTES
+                continue
+        elif n <= MAX_RECORD_BYTES and _header_ok(buf, off):
+            res.need = stop + FOOTER_BYTES - off
+            break                      # incomplete record: wait for the writer
+        reason = "bad length checksum" if not _header_ok(buf, off) else "record length %d too large" % n
+        nxt = _find_resync(buf, off + 1)
+        if nxt is None:
+            problems.append((base + off, reason + "; skipping to the next valid record"))
+            res.consumed = max(off + 1, end - (HEADER_BYTES - 1))
+            res.resyncing = True
+            return res
+        problems.append((base + off, "%s; skipped %d bytes" % (reason, nxt - off)))
+        off = nxt
+    else:
+        if off < end:
+            res.need = HEADER_BYTES
+    res.consumed = off
+    return res
+
+
+class MsFile:
+    """Incremental reader of one ``_MS`` or ``_lineage`` file.
+
+    Attributes: ``path``, ``kind`` (``"summary"`` / ``"lineage"``), ``offset`` (bytes done with), ``records`` (good
+    records read), ``skipped`` (records or regions skipped), ``problems`` (first ``MAX_PROBLEMS_PER_FILE`` of
+    ``(offset, reason)``), ``problem_count`` (all of them), ``pending`` (bytes of an incomplete record at the end),
+    ``size`` (file size at the last look).
+    """
+
+    def __init__(self, path, kind=None):
+        self.path = path
+        self.kind = kind or file_kind(os.path.basename(path)) or "summary"
+        self.offset = 0
+        self.records = 0
+        self.skipped = 0
+        self.problems = []
+        self.problem_count = 0
+        self.pending = 0
+        self.size = 0
+        self._resyncing = False
+        self._io_error = None
+        self._shrank = False
+
+    def problem(self, offset, reason):
+        self.problem_count += 1
+        if not reason.startswith("resynchronized"):
+            self.skipped += 1
+        if len(self.problems) < MAX_PROBLEMS_PER_FILE:
+            self.problems.append((offset, reason))
+
+    def stat_size(self):
+        """The file's current size (also kept in ``size``); a failure is reported once, like a read failure."""
+        try:
+            self.size = os.stat(self.path).st_size
+        except OSError as e:
+            self._report_io(e)
+        return self.size
+
+    def has_unread(self):
+        """Whether complete records (or bytes still to search, after damage) may wait past ``offset``."""
+        if self.pending:
+            return self.size - self.offset > self.pending
+        slack = HEADER_BYTES - 1 if self._resyncing else 0
+        return self.size - self.offset > slack
+
+    def read_payloads(self, max_bytes):
+        """Reads up to about ``max_bytes`` new bytes; returns ``(payloads, offsets, bytes_read)``.
+
+        A single record larger than ``max_bytes`` is still read whole. Problems are recorded on the object.
+        """
+        try:
+            size = os.stat(self.path).st_size
+        except OSError as e:
+            self._report_io(e)
+            return [], [], 0
+        self.size = size
+        if size < self.offset:
+            if not self._shrank:
+                self._shrank = True
+                self.problem(self.offset, "file shrank to %d bytes; reading stopped until it grows again" % size)
+            return [], [], 0
+        self._shrank = False
+        if size == self.offset:
+            return [], [], 0
+        want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                buf = f.read(want)
+                res = scan(buf, self.offset, self._resyncing)
+                if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
+                    f.seek(self.offset)
+                    buf = f.read(res.need)
+                    res = scan(buf, self.offset, self._resyncing)
+        except OSError as e:
+            self._report_io(e)
+            return [], [], 0
+        self._io_error = None
+        for offset, reason in res.problems:
+            self.problem(offset, reason)
+        self._resyncing = res.resyncing
+        reached_end = self.offset + len(buf) >= size
+        self.offset += res.consumed
+        # An incomplete record counts as pending only when it is the file's last one (not the end of a chunk).
+        self.pending = size - self.offset if res.need and reached_end else 0
+        self.records += len(res.payloads)
+        return res.payloads, res.offsets, len(buf)
+
+    def _report_io(self, error):
+        text = "%s: %s" % (type(error).__name__, error.strerror or error)
+        if self._io_error != text:
+            self._io_error = text
+            self.problem(self.offset, "cannot read file (%s); will retry" % text)
+            self.skipped -= 1  # nothing was skipped, only delayed
+
+    def read_events(self, max_bytes):
+        """Like :meth:`read_payloads` but decoded: returns ``(events, bytes_read)``, events as ``(offset, message)``.
+
+        Payloads that do not decode are recorded as problems and left out.
+        """
+        payloads, offsets, nread = self.read_payloads(max_bytes)
+        cls = ms_proto.LineageEvent if self.kind == "lineage" else ms_proto.Event
+        parse = cls.FromString
+        events = []
+        for offset, data in zip(offsets, payloads):
+            try:
+                events.append((offset, parse(data)))
+            except (DecodeError, RuntimeError, ValueError) as e:
+                self.problem(offset, "undecodable payload (%s); record skipped" % _short(e))
+        return events, nread
+
+
+def _short(error):
+    text = str(error) or type(error).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def decode_tag(raw):
+    return raw.decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Value decoding (messages -> plain values)
+
+def histogram_buckets(histogram):
+    """TensorBoard's bucket list ``[[left, right, count], ...]`` (floats) of a MindSpore ``Summary.Histogram``."""
+    return [[b.left, b.left + b.width, float(b.count)] for b in histogram.buckets]
+
+
+def histogram_stats(histogram):
+    """What TensorBoard's format has no place for: non-finite counts and exact min / max / sum / count."""
+    return {
+        "count": histogram.count, "min": histogram.min, "max": histogram.max, "sum": histogram.sum,
+        "nan_count": histogram.nan_count, "pos_inf_count": histogram.pos_inf_count,
+        "neg_inf_count": histogram.neg_inf_count,
+    }
+
+
+# MindSpore DataType code -> numpy dtype (for raw_data and for the result's dtype).
+_NP_TYPES = {
+    1: np.bool_, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.uint8, 7: np.uint16, 8: np.uint32,
+    9: np.uint64, 10: np.float16, 11: np.float32, 12: np.float64, 43: np.complex64, 44: np.complex128,
+}
+
+
+def tensor_array(tensor):
+    """A numpy array for a MindSpore ``TensorProto`` (shape from ``dims`` when the element count agrees).
+
+    MindSpore stores every summary tensor's values in ``float_data`` whatever its ``data_type``; other value fields
+    are used when present. The dtype follows ``data_type`` where it is numeric, else float32.
+    """
+    dtype = _NP_TYPES.get(tensor.data_type)
+    if tensor.raw_data and dtype is not None:
+        size = np.dtype(dtype).itemsize
+        raw = tensor.raw_data[:len(tensor.raw_data) // size * size]
+        values = np.frombuffer(raw, dtype=dtype).copy()
+    elif len(tensor.float_data):
+        values = np.array(tensor.float_data, dtype=np.float32)
+    elif len(tensor.double_data):
+        values = np.array(tensor.double_data, dtype=np.float64)
+    elif len(tensor.int64_data):
+        values = np.array(tensor.int64_data, dtype=np.int64)
+    elif len(tensor.int32_data):
+        values = np.array(tensor.int32_data, dtype=np.int32)
+    elif len(tensor.uint64_data):
+        values = np.array(tensor.uint64_data, dtype=np.uint64)
+    else:
+        values = np.zeros(0, dtype=np.float32)
+    if dtype is not None and values.dtype != dtype:
+        # NaN / Inf cannot become integers: such a tensor keeps its float values.
+        if not (values.dtype.kind == "f" and np.dtype(dtype).kind in "iub" and not np.all(np.isfinite(values))):
+            values = values.astype(dtype)
+    dims = [int(d) for d in tensor.dims]
+    if dims and all(d >= 0 for d in dims) and int(np.prod(dims, dtype=np.int64)) == values.size:
+        values = values.reshape(dims)
+    elif not dims and values.size == 1:
+        values = values.reshape(())
+    return values
+
+
+def _point(point):
+    if point is None:
+        return None
+    return {axis: tensor_array(getattr(point, axis)).tolist() for axis in ("x", "y", "z")}
+
+
+def landscape_dict(msg):
+    """A ``LossLandscape`` message as plain Python values (the format ``summary.landscape`` writes too)::
+
+        {"landscape": {"x": [...], "y": [...], "z": [[...], ...]},        # z: len(y) rows of len(x) losses
+         "loss_path": {"intervals": [...], "x": [...], "y": [...], "z": [...]} or None,
+         "convergence_point": {"x": [...], "y": [...], "z": [...]} or None,
+         "metadata": {"decomposition": "PCA", "unit": "step", "step_per_epoch": 1}}
+    """
+    out = {
+        "landscape": _point(msg.landscape) if msg.HasField("landscape") else None,
+        "loss_path": None,
+        "convergence_point": _point(msg.convergence_point) if msg.HasField("convergence_point") else None,
+        "metadata": {
+            "decomposition": decode_tag(msg.metadata.decomposition),
+            "unit": decode_tag(msg.metadata.unit),
+            "step_per_epoch": int(msg.metadata.step_per_epoch),
+        },
+    }
+    if msg.HasField("loss_path"):
+        path = _point(msg.loss_path.points) if msg.loss_path.HasField("points") else {"x": [], "y": [], "z": []}
+        path["intervals"] = [int(i) for i in msg.loss_path.intervals]
+        out["loss_path"] = path
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lineage
+
+def _text(value):
+    """A proto2 string field holding invalid UTF-8 comes back as bytes; make it text."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _user_info(info, out):
+    for key, value in info.map_str.items():
+        out[key] = value
+    for key, value in info.map_int32.items():
+        out[key] = int(value)
+    for key, value in info.map_double.items():
+        out[key] = float(value)
+    for key, value in info.map_dict.items():
+        nested = {}
+        _user_info(value, nested)
+        out[key] = nested
+    for child in info.user_info:
+        _user_info(child, out)
+
+
+def _dataset_graph(graph, depth=0):
+    if depth > 32:
+        return {}
+    node = {}
+    if graph.HasField("parameter"):
+        p = graph.parameter
+        params = {}
+        params.update({k: v for k, v in p.mapStr.items()})
+        params.update({k: list(v.strValue) for k, v in p.mapStrList.items()})
+        params.update({k: bool(v) for k, v in p.mapBool.items()})
+        params.update({k: int(v) for k, v in p.mapInt.items()})
+        params.update({k: float(v) for k, v in p.mapDouble.items()})
+        node["op_type"] = params.pop("op_type", None)
+        node["params"] = params
+    if graph.children:
+        node["children"] = [_dataset_graph(c, depth + 1) for c in graph.children]
+    return node
+
+
+def lineage_update(lineage, event):
+    """Merges one ``LineageEvent`` into ``lineage`` (a dict, changed in place). May raise on damaged data.
+
+    Keys: ``hparams`` (flat name -> value: optimizer, learning_rate, loss_function, epoch, batch_size,
+    parallel_mode, device_num, train_dataset_size, train_dataset_path, network, loss, model_path, model_size,
+    eval metrics as ``metric/<name>``, valid_dataset_*, plus every user-defined key), ``user`` (the user-defined
+    data as given), ``dataset_graph`` (nested ``{"op_type", "params", "children"}``), ``wall_time`` (last update).
+    """
+    which = event.WhichOneof("what")
+    hp = lineage.setdefault("hparams", {})
+    lineage["wall_time"] = event.wall_time
+    if which == "train_lineage":
+        t = event.train_lineage
+        if t.HasField("hyper_parameters"):
+            h = t.hyper_parameters
+            for name in ("optimizer", "loss_function", "parallel_mode"):
+                if h.HasField(name):
+                    hp[name] = _text(getattr(h, name))
+            for name in ("learning_rate",):
+                if h.HasField(name):
+                    hp[name] = float(getattr(h, name))
+            for name in ("epoch", "device_num", "batch_size"):
+                if h.HasField(name):
+                    hp[name] = int(getattr(h, name))
+        if t.HasField("train_dataset"):
+            if t.train_dataset.HasField("train_dataset_path"):
+                hp["train_dataset_path"] = _text(t.train_dataset.train_dataset_path)
+            if t.train_dataset.HasField("train_dataset_size"):
+                hp["train_dataset_size"] = int(t.train_dataset.train_dataset_size)
+        if t.HasField("algorithm"):
+            if t.algorithm.HasField("network"):
+                hp["network"] = _text(t.algorithm.network)
+            if t.algorithm.HasField("loss"):
+                hp["loss"] = float(t.algorithm.loss)
+        if t.HasField("model"):
+            if t.model.HasField("path"):
+                hp["model_path"] = _text(t.model.path)
+            if t.model.HasField("size"):
+                hp["model_size"] = int(t.model.size)
+    elif which == "evaluation_lineage":
+        e = event.evaluation_lineage
+        if e.HasField("metric"):
+            try:
+                metrics = json.loads(_text(e.metric))
+            except ValueError:
+                metrics = None
+            if isinstance(metrics, dict):
+                for key, value in metrics.items():
+                    hp["metric/%s" % key] = value
+            else:
+                hp["metric"] = _text(e.metric)
+        if e.HasField("valid_dataset"):
+            if e.valid_dataset.HasField("valid_dataset_path"):
+                hp["valid_dataset_path"] = _text(e.valid_dataset.valid_dataset_path)
+            if e.valid_dataset.HasField("valid_dataset_size"):
+                hp["valid_dataset_size"] = int(e.valid_dataset.valid_dataset_size)
+    elif which == "user_defined_info":
+        user = lineage.setdefault("user", {})
+        _user_info(event.user_defined_info, user)
+        for key, value in user.items():
+            if not isinstance(value, dict):
+                hp[key] = value
+    elif which == "dataset_graph":
+        lineage["dataset_graph"] = _dataset_graph(event.dataset_graph)
+    return lineage
