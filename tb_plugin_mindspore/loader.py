@@ -11,8 +11,11 @@ logger = logging.getLogger(__name__)
 
 # Keep every recorded point of our series and of scalars: the dashboard downsamples itself, keeping spikes,
 # whereas TensorBoard's reservoir sampling (1000 scalars per tag by default) silently drops steps.
-# 0 means "keep all". A user's own --samples_per_plugin value for a plugin always wins.
-SAMPLES_KEEP_ALL = {metadata.PLUGIN_NAME: 0, "scalars": 0}
+# For ingestion 0 means "keep all", but TensorBoard's own Scalars tab also reads the scalars hint as the number of
+# points to return, and 0 would make it return none: so scalars get a count no run reaches instead.
+# A user's own --samples_per_plugin value for a plugin always wins.
+KEEP_ALL_SCALARS = 10 ** 9
+SAMPLES_KEEP_ALL = {metadata.PLUGIN_NAME: 0, "scalars": KEEP_ALL_SCALARS}
 
 
 class MindSporeLoader(base_plugin.TBLoader):
