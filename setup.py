@@ -56,6 +56,7 @@ setup(
         "tb_plugin_mindspore",
         "tb_plugin_mindspore.reading",
         "tb_plugin_mindspore.health",
+        "tb_plugin_mindspore.landscape",
         "tb_mindspore_callbacks",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).

@@ -15,7 +15,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import metadata
-from .reading import batch, downsample, histograms, layers, logdir_status, provider, series_cache
+from .reading import batch, downsample, histograms, layers, logdir_status, ms_provider, provider, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -69,13 +69,17 @@ class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
     def __init__(self, context):
-        self._data_provider = context.data_provider
         self._logdir = getattr(context, "logdir", "") or ""
-        self._view = provider.DataView(context.data_provider)
+        reload_interval = getattr(getattr(context, "flags", None), "reload_interval", 5.0)
+        # MindSpore's own *_MS files under the logdir are served next to the event files, through one provider.
+        self._data_provider, self._ms = ms_provider.with_ms_files(
+            context.data_provider, self._logdir, reload_interval=reload_interval
+        )
+        self._view = provider.DataView(self._data_provider)
         self._cache = series_cache.ResponseCache()
-        self._batch = batch.ScalarsBatch(context.data_provider, self._cache)
-        self._layers = layers.LayerReader(context.data_provider, self._cache)
-        self._histograms = histograms.HistogramReader(context.data_provider, self._cache)
+        self._batch = batch.ScalarsBatch(self._data_provider, self._cache)
+        self._layers = layers.LayerReader(self._data_provider, self._cache)
+        self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
 
     def get_plugin_apps(self):
@@ -90,6 +94,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/scalars_batch": self._serve_scalars_batch,
             "/layers": self._serve_layers,
             "/histograms": self._serve_histograms,
+            "/landscapes": self._serve_landscapes, "/landscape": self._serve_landscape,
         }
 
     def is_active(self):
@@ -144,7 +149,10 @@ class MindSporePlugin(base_plugin.TBPlugin):
         ctx, eid = self._ctx(request)
         tags = self._view.tags(ctx, eid)
         has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
-        return self._status.describe(len(tags), has_scalars)
+        body = self._status.describe(len(tags), has_scalars)
+        # Damaged records in MindSpore summary files were skipped; say where, so nothing is silently missing.
+        body["warnings"] = self._ms.warnings() if self._ms is not None else []
+        return body
 
     @json_route
     def _serve_tags(self, request):
@@ -197,3 +205,24 @@ class MindSporePlugin(base_plugin.TBPlugin):
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
         return health.check_provider(self._data_provider, ctx, eid, runs=runs, logdir=self._logdir or None)
+
+    # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
+    def _landscape_reader(self):
+        if getattr(self, "_landscapes", None) is None:
+            from .reading import landscapes
+
+            self._landscapes = landscapes.LandscapeReader(self._data_provider)
+        return self._landscapes
+
+    @json_route
+    def _serve_landscapes(self, request):
+        ctx, eid = self._ctx(request)
+        return self._landscape_reader().listing(ctx, eid, request.args.get("run") or None)
+
+    @json_route
+    def _serve_landscape(self, request):
+        ctx, eid = self._ctx(request)
+        step = request.args.get("step")
+        step = None if step in (None, "") else _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1)
+        run, tag = _required(request, "run"), _required(request, "tag")
+        return self._landscape_reader().landscape(ctx, eid, run, tag, step)

@@ -239,14 +239,11 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
     """``[RunSeries]`` of MindSpore ``*_MS`` summary runs.
 
     ``ms_logdir`` is a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir` (already reloaded, e.g. the
-    plugin's) or a local path (read completely here). Returns ``[]`` if the native reader is unavailable.
+    plugin's) or a local path (read completely here).
     """
     now = time.time() if now is None else float(now)
-    try:
-        from ..reading import ms_logdir as ms_module
-    except Exception:  # the reader is optional for the health check
-        logger.debug("health: MindSpore summary reader unavailable", exc_info=True)
-        return []
+    from ..reading import ms_logdir as ms_module
+
     if isinstance(ms_logdir, (str, os.PathLike)):
         path = os.path.abspath(os.path.expanduser(str(ms_logdir)))
         if not _has_ms_files(path):

@@ -12,7 +12,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import downsample
+from . import downsample, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -24,14 +24,13 @@ _READ_ALL = 10 ** 9
 class DataView:
     def __init__(self, data_provider):
         self._provider = data_provider
+        # The provider's listings, shared with the other routes and reused for up to a second (see series_cache).
+        self._listings = series_cache.listings_for(data_provider)
 
     # -- listing ---------------------------------------------------------------------------------------------------
     def _our_tensors(self, ctx, eid, runs=None):
         """{run: {tag: parsed content}} of our plugin's tensor series (unreadable content is skipped, logged)."""
-        rtf = tb_provider.RunTagFilter(runs=runs) if runs else None
-        listing = self._provider.list_tensors(
-            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=rtf
-        )
+        listing = series_cache.only(self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME), runs)
         out = {}
         for run, tags in listing.items():
             for tag, series in tags.items():
@@ -44,35 +43,53 @@ class DataView:
         return out
 
     def _scalar_listing(self, ctx, eid, runs=None):
-        rtf = tb_provider.RunTagFilter(runs=runs) if runs else None
-        return self._provider.list_scalars(ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, run_tag_filter=rtf)
+        """{run: {tag: last point}}. ``read_last_scalars`` costs one point per series on the Python loader, whereas
+        its ``list_scalars`` walks every point of every series (seconds on long runs); shared by all routes."""
+        return series_cache.only(self._listings.last_scalars(ctx, eid), runs)
 
     def runs(self, ctx, eid):
-        """Runs that hold scalars or our plugin's data, sorted by name."""
+        """Runs that hold scalars, histograms or our plugin's data, sorted by name."""
         names = set(self._scalar_listing(ctx, eid))
         names.update(self._our_tensors(ctx, eid))
+        names.update(histograms.list_histograms(self._listings, ctx, eid))
         return sorted(names)
 
     def tags(self, ctx, eid, run=None):
-        """{run: {tier: [tag entry]}} for every tier; entries sorted by tag."""
+        """{run: {tier: [tag entry]}} for every tier; entries sorted by tag.
+
+        Scalars first (``"kind": "scalar"``; a member of a per-parameter family such as ``local_norm/<param>``
+        also has ``"family": "local_norm/*"``), then per-layer series (``"kind": "layers"``, see
+        ``reading.layers``), then histograms (``"kind": "histogram"``).
+        """
         runs = [run] if run is not None else None
         scalars = self._scalar_listing(ctx, eid, runs)
         ours = self._our_tensors(ctx, eid, runs)
-        if run is not None and run not in scalars and run not in ours:
+        hists = histograms.list_histograms(self._listings, ctx, eid, runs)
+        if run is not None and run not in scalars and run not in ours and run not in hists:
             raise errors.NotFoundError("no run named %r" % run)
         result = {}
-        for name in sorted(set(scalars) | set(ours)):
+        for name in sorted(set(scalars) | set(ours) | set(hists)):
             intervals = {
                 c.get("of") for c in ours.get(name, {}).values() if c.get("kind") == metadata.KIND_INTERVAL
             }
             tiers = {tier: [] for tier in metadata.TIERS}
-            for tag in sorted(scalars.get(name, {})):
-                tiers[metadata.tier_of(tag)].append({
+            scalar_tags = sorted(scalars.get(name, {}))
+            for tag in scalar_tags:
+                entry = {
                     "tag": tag,
                     "display_name": metadata.display_name(tag),
                     "kind": "scalar",
                     "interval": tag in intervals,
-                })
+                }
+                family = layers.family_of(tag)
+                if family:
+                    entry["family"] = family
+                tiers[metadata.tier_of(tag)].append(entry)
+            for tier, entry in layers.list_layer_series(ours.get(name, {}), scalar_tags):
+                tiers[tier].append(entry)
+            for tag in hists.get(name, []):
+                tier, entry = histograms.histogram_entry(tag)
+                tiers[tier].append(entry)
             result[name] = tiers
         return result
 

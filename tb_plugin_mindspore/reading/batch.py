@@ -1,0 +1,144 @@
+"""Many scalar series in one answer (the ``scalars_batch`` route), so the first render of a page of charts needs one
+request per group of runs instead of one per chart and run.
+
+Every series in the answer has exactly the shape of the ``scalars`` route (same downsampling, same interval band).
+Answers are cached per series (see ``series_cache``): the freshness token of a scalar series is its last point from
+``read_last_scalars``, that of its interval band the ``list_tensors`` entry of ``interval/<tag>``; both listings are
+shared by all routes (``series_cache.Listings``). To keep the answer compact, values are sent with 7 significant digits (the precision of the
+float32 they were recorded as) and wall times rounded to the millisecond; the ``scalars`` route sends them unrounded.
+"""
+
+from tensorboard import errors
+from tensorboard.data import provider as tb_provider
+
+from .. import metadata
+from . import downsample, encode, series_cache
+
+import numpy as np
+
+SCALARS_PLUGIN = "scalars"
+_READ_ALL = 10 ** 9
+MAX_RUNS = 200
+MAX_TAGS = 500
+MAX_PAIRS = 2000
+
+
+class ScalarsBatch:
+    def __init__(self, data_provider, cache):
+        self._provider = data_provider
+        self._cache = cache
+        self._listings = series_cache.listings_for(data_provider)
+
+    def read(self, ctx, eid, runs, tags, max_points):
+        """JSON text ``{"series": [scalars answer, ...], "missing": [[run, tag], ...]}`` for every (run, tag) pair
+        of ``runs`` x ``tags``, in that order; pairs without data are listed in ``missing``."""
+        runs = list(dict.fromkeys(runs))
+        tags = list(dict.fromkeys(tags))
+        if not runs or not tags:
+            raise errors.InvalidArgumentError("scalars_batch needs at least one 'run' and one 'tag' parameter")
+        if len(runs) > MAX_RUNS or len(tags) > MAX_TAGS or len(runs) * len(tags) > MAX_PAIRS:
+            raise errors.InvalidArgumentError(
+                "scalars_batch takes at most %d runs, %d tags and %d pairs per request" % (MAX_RUNS, MAX_TAGS, MAX_PAIRS)
+            )
+        last = self._listings.last_scalars(ctx, eid)
+        ilisting = self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME)
+        texts = {}
+        todo = {}  # run -> [tag]
+        tokens = {}
+        missing = []
+        for run in runs:
+            for tag in tags:
+                datum = last.get(run, {}).get(tag)
+                if datum is None:
+                    missing.append([run, tag])
+                    continue
+                iseries = ilisting.get(run, {}).get(metadata.interval_tag(tag))
+                itoken = (iseries.max_step, iseries.max_wall_time) if iseries is not None else None
+                token = (datum.step, datum.wall_time, itoken)
+                key = ("scalars", run, tag, max_points)
+                text = self._cache.get(key, token)
+                if text is None:
+                    todo.setdefault(run, []).append(tag)
+                    tokens[(run, tag)] = (key, token, itoken is not None)
+                else:
+                    texts[(run, tag)] = text
+        for run, run_tags in todo.items():
+            series = read_series(self._provider, ctx, eid, run, run_tags, max_points,
+                                 with_interval=[t for t in run_tags if tokens[(run, t)][2]])
+            for tag in run_tags:
+                key, token, _ = tokens[(run, tag)]
+                body = series.get(tag)
+                if body is None:  # vanished between the two calls
+                    missing.append([run, tag])
+                    continue
+                texts[(run, tag)] = self._cache.put(key, token, encode.dumps(body))
+        parts = [texts[(r, t)] for r in runs for t in tags if (r, t) in texts]
+        return '{"series":[%s],"missing":%s}' % (",".join(parts), encode.dumps(missing))
+
+
+def read_series(data_provider, ctx, eid, run, tags, max_points, with_interval=()):
+    """{tag: JSON-safe scalars answer} for ``tags`` of one run (absent tags are left out)."""
+    data = data_provider.read_scalars(
+        ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL,
+        run_tag_filter=tb_provider.RunTagFilter(runs=[run], tags=list(tags)),
+    ).get(run, {})
+    intervals = {}
+    if with_interval:
+        itags = [metadata.interval_tag(t) for t in with_interval]
+        idata = data_provider.read_tensors(
+            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
+            run_tag_filter=tb_provider.RunTagFilter(runs=[run], tags=itags),
+        ).get(run, {})
+        for tag in with_interval:
+            rows = interval_rows(idata.get(metadata.interval_tag(tag)))
+            if rows is not None:
+                intervals[tag] = downsample.bucket_intervals(rows, max_points)
+    out = {}
+    for tag in tags:
+        points = data.get(tag)
+        if points is None:
+            continue
+        out[tag] = series_body(run, tag, points, intervals.get(tag), max_points)
+    return out
+
+
+def interval_rows(series):
+    """``[[step, min, mean, max, count, nonfinite]]`` sorted by step from interval tensor data (None if empty)."""
+    if not series:
+        return None
+    rows = []
+    for d in sorted(series, key=lambda d: d.step):
+        values = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
+        if values.size != len(metadata.INTERVAL_FIELDS):
+            continue
+        rows.append([d.step] + values.tolist())
+    return rows or None
+
+
+def series_body(run, tag, points, interval, max_points):
+    """The ``scalars`` answer of one series as JSON-safe Python data."""
+    n = len(points)
+    steps = np.fromiter((d.step for d in points), dtype=np.int64, count=n)
+    walls = np.fromiter((d.wall_time for d in points), dtype=np.float64, count=n)
+    values = np.fromiter((d.value for d in points), dtype=np.float64, count=n)
+    order = np.lexsort((walls, steps))
+    steps, walls, values = steps[order], walls[order], values[order]
+    keep = downsample.keep_indices(values, max_points)
+    pts = [list(p) for p in zip(steps[keep].tolist(), encode.round_list(walls[keep], 3),
+                                encode.json_significant(values[keep], 7))]
+    body = {
+        "run": run,
+        "tag": tag,
+        "tier": metadata.tier_of(tag),
+        "display_name": metadata.display_name(tag),
+        "total_points": int(n),
+        "downsampled": bool(keep.size < n),
+        "points": pts,
+        "interval": None,
+    }
+    if interval is not None:
+        interval = np.asarray(interval, dtype=np.float64).reshape(-1, 6)
+        body["interval"] = [
+            [int(r[0])] + [encode.json_float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in interval
+        ]
+    return body

@@ -1,0 +1,149 @@
+"""A small cache of computed route answers, valid while the data they were computed from is unchanged.
+
+Reading a long series through TensorBoard's data provider is the slow part of every route (the provider builds one
+Python object per point). Each answer is stored with a *freshness token*, something cheap to ask the provider for
+that changes whenever the series gets new data (the last step and wall time of the series, from
+``read_last_scalars`` or ``list_tensors``). A later request with the same token gets the stored JSON text back;
+new data changes the token and the answer is computed again. Bounded by total size (least recently used goes
+first). Thread-safe: TensorBoard serves requests from several threads.
+"""
+
+import collections
+import threading
+
+DEFAULT_MAX_BYTES = 96 * 1024 * 1024
+DEFAULT_MAX_ENTRIES = 4096
+
+
+class ResponseCache:
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, max_entries=DEFAULT_MAX_ENTRIES):
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._items = collections.OrderedDict()  # key -> (token, value, size)
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key, token):
+        """The value stored under ``key`` with this ``token``, else ``None``."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item[0] != token:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[1]
+
+    def put(self, key, token, value, size=None):
+        if size is None:
+            size = len(value) if isinstance(value, (str, bytes)) else 1024
+        if size > self.max_bytes:
+            return value
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[key] = (token, value, size)
+            self._bytes += size
+            while self._items and (self._bytes > self.max_bytes or len(self._items) > self.max_entries):
+                _, (_, _, s) = self._items.popitem(last=False)
+                self._bytes -= s
+        return value
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+    def __len__(self):
+        return len(self._items)
+
+
+# How long a freshness token (or a listing) read from the data provider is reused. TensorBoard itself reloads the
+# log directory every few seconds (``--reload_interval``, default 5 s), so new data can only ever appear that
+# often; reusing the answer of a provider call for one second makes a page's burst of requests ask once.
+TOKEN_TTL_SECS = 1.0
+
+
+class TtlMemo:
+    """Remembers ``compute()`` results per key for ``ttl`` seconds (bounded; thread-safe)."""
+
+    def __init__(self, ttl=TOKEN_TTL_SECS, max_entries=256, clock=None):
+        import time
+
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._clock = clock or time.monotonic
+        self._items = collections.OrderedDict()  # key -> (time, value)
+        self._lock = threading.Lock()
+
+    def get(self, key, compute):
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None and self._clock() - item[0] < self.ttl:
+                return item[1]
+        value = compute()
+        with self._lock:
+            self._items[key] = (self._clock(), value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+
+
+class Listings:
+    """The data provider listings every route starts from, shared by all routes and reused for ``TOKEN_TTL_SECS``.
+
+    ``last_scalars``: ``read_last_scalars`` of every run (tag names and the last point of each scalar series: the
+    freshness token of a scalar series); ``tensors(plugin)``: ``list_tensors`` of every run (plugin content, and
+    ``max_step`` / ``max_wall_time``: the freshness token of a tensor series). On a large log directory each of
+    these costs tens of milliseconds (TensorBoard's loaders walk the stored points), so a page refresh, which asks
+    the tag listing and then many series at once, asks each of them once.
+    """
+
+    def __init__(self, data_provider, ttl=TOKEN_TTL_SECS):
+        self._provider = data_provider
+        self._memo = TtlMemo(ttl=ttl)
+
+    def last_scalars(self, ctx, eid):
+        return self._memo.get(("last_scalars", eid), lambda: self._provider.read_last_scalars(
+            ctx, experiment_id=eid, plugin_name="scalars"))
+
+    def tensors(self, ctx, eid, plugin_name):
+        return self._memo.get(("tensors", eid, plugin_name), lambda: self._provider.list_tensors(
+            ctx, experiment_id=eid, plugin_name=plugin_name))
+
+    def clear(self):
+        self._memo.clear()
+
+
+_listings = {}
+_listings_lock = threading.Lock()
+
+
+def listings_for(data_provider):
+    """The one :class:`Listings` of a data provider (every route of the plugin shares it)."""
+    with _listings_lock:
+        entry = _listings.get(id(data_provider))
+        if entry is None or entry[0] is not data_provider:
+            entry = (data_provider, Listings(data_provider))
+            _listings[id(data_provider)] = entry
+        return entry[1]
+
+
+def only(listing, runs=None, tags=None):
+    """``{run: {tag: value}}`` restricted to ``runs`` / ``tags`` (None: all)."""
+    out = {}
+    for run, series in listing.items():
+        if runs is not None and run not in runs:
+            continue
+        picked = series if tags is None else {t: v for t, v in series.items() if t in tags}
+        if picked:
+            out[run] = picked
+    return out
