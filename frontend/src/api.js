@@ -102,7 +102,7 @@ export function fetchScalars(run, tag, maxPoints = DEFAULT_MAX_POINTS, opts) {
 
 const DEFAULT_TIERS = ["core", "diagnostic", "debug", "other"];
 
-/** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval}]}}} with every field present. */
+/** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval, family, layers, source}]}}}, every field present. */
 export function normalizeTags(body) {
   const tiers = Array.isArray(body && body.tiers) && body.tiers.length ? body.tiers.map(String) : DEFAULT_TIERS;
   const runs = {};
@@ -116,6 +116,11 @@ export function normalizeTags(body) {
         display_name: t.display_name ? String(t.display_name) : String(t.tag),
         kind: t.kind ? String(t.kind) : "scalar",
         interval: Boolean(t.interval),
+        // per-parameter scalar families (local_norm/<param>): the family's layers tag, e.g. "local_norm/*"
+        family: t.family ? String(t.family) : null,
+        // kind "layers": number of layers and where they come from ("vector" or "family")
+        layers: Number.isFinite(t.layers) ? t.layers : null,
+        source: t.source ? String(t.source) : null,
       }));
     }
     runs[run] = byTier;
@@ -135,4 +140,127 @@ export function normalizeScalars(body) {
     points: decodeRows(body.points),
     interval: body.interval ? decodeRows(body.interval) : null,
   };
+}
+
+// Longest query string sent in one batch request (servers accept far more; this keeps logs readable).
+export const MAX_BATCH_URL = 6000;
+// At most this many (run, tag) pairs per batch (the server accepts 2000).
+export const MAX_BATCH_PAIRS = 400;
+
+/**
+ * Several scalar series in one request: every (run, tag) pair of runs x tags.
+ * @returns {Promise<{series: object[], missing: [string, string][]}>}  series as normalizeScalars returns them
+ */
+export function fetchScalarsBatch(runs, tags, maxPoints = DEFAULT_MAX_POINTS, opts) {
+  return getJson(batchUrl(runs, tags, maxPoints), null, opts).then((body) => ({
+    series: Array.isArray(body.series) ? body.series.map(normalizeScalars) : [],
+    missing: Array.isArray(body.missing) ? body.missing.map((m) => [String(m[0]), String(m[1])]) : [],
+  }));
+}
+
+export function batchUrl(runs, tags, maxPoints = DEFAULT_MAX_POINTS) {
+  const query = new URLSearchParams();
+  for (const run of runs) query.append("run", String(run));
+  for (const tag of tags) query.append("tag", String(tag));
+  query.set("max_points", String(maxPoints));
+  return "scalars_batch?" + query.toString();
+}
+
+/** Bit pattern of a cell without a recorded value in a "bf16-planes" block (a NaN that no float rounds to). */
+export const MISSING_BITS = 0x7fff;
+
+function base64ToBytes(text) {
+  const bin = atob(text);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/**
+ * Decodes a "bf16-planes" block: n high bytes then n low bytes of bfloat16 values (float32 bits hi<<24 | lo<<16).
+ * @returns {{values: Float32Array, missing: Uint8Array}}  missing[i] = 1 where no value was recorded
+ */
+export function decodeBf16Planes(bytes, n) {
+  const bits = new Uint32Array(n);
+  const missing = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const hi = bytes[i];
+    const lo = bytes[n + i];
+    if (hi === 0x7f && lo === 0xff) missing[i] = 1;
+    bits[i] = ((hi << 24) | (lo << 16)) >>> 0;
+  }
+  return { values: new Float32Array(bits.buffer), missing };
+}
+
+/** A layers answer with its matrix decoded: values[row * cols + col] (rows = layers, cols = steps). */
+export function normalizeLayers(body) {
+  const shape = Array.isArray(body.shape) ? body.shape : [0, 0];
+  const rows = Number(shape[0]) || 0;
+  const cols = Number(shape[1]) || 0;
+  let decoded = { values: new Float32Array(rows * cols).fill(NaN), missing: new Uint8Array(rows * cols).fill(1) };
+  if (body.encoding === "bf16-planes" && typeof body.values === "string" && rows * cols > 0) {
+    decoded = decodeBf16Planes(base64ToBytes(body.values), rows * cols);
+  }
+  const summary = body.summary || {};
+  return {
+    run: String(body.run),
+    tag: String(body.tag),
+    tier: body.tier ? String(body.tier) : "other",
+    display_name: body.display_name ? String(body.display_name) : String(body.tag),
+    source: body.source ? String(body.source) : "vector",
+    scale: ["ratio", "log", "linear"].includes(body.scale) ? body.scale : "log",
+    layers: Array.isArray(body.layers) ? body.layers.map(String) : [],
+    members: Array.isArray(body.members) ? body.members.map(String) : null,
+    steps: Array.isArray(body.steps) ? body.steps.map(decodeNumber) : [],
+    wall_times: Array.isArray(body.wall_times) ? body.wall_times.map(decodeNumber) : [],
+    total_steps: Number(body.total_steps) || 0,
+    downsampled: Boolean(body.downsampled),
+    rows,
+    cols,
+    values: decoded.values,
+    missing: decoded.missing,
+    summary: {
+      finite_min: decodeNumber(summary.finite_min),
+      finite_max: decodeNumber(summary.finite_max),
+      nonfinite: Number(summary.nonfinite) || 0,
+      missing: Number(summary.missing) || 0,
+    },
+  };
+}
+
+export const DEFAULT_MAX_STEPS = 5000;
+
+export function fetchLayers(run, tag, maxSteps = DEFAULT_MAX_STEPS, opts) {
+  return getJson("layers", { run, tag, max_steps: maxSteps }, opts).then(normalizeLayers);
+}
+
+/** One layer at full precision, in the shape of a scalars answer (points [[step, wall_time, value]]). */
+export function fetchLayer(run, tag, layer, opts) {
+  return getJson("layers", { run, tag, layer }, opts).then((body) => ({
+    run: String(body.run),
+    tag: String(body.tag),
+    layer: String(body.layer),
+    total_points: Array.isArray(body.points) ? body.points.length : 0,
+    downsampled: false,
+    points: decodeRows(body.points),
+    interval: null,
+  }));
+}
+
+/** Histogram quantile bands: rows [[step, wall_time, count, q0..q8]] with numbers decoded. */
+export function normalizeHistograms(body) {
+  return {
+    run: String(body.run),
+    tag: String(body.tag),
+    tier: body.tier ? String(body.tier) : "other",
+    display_name: body.display_name ? String(body.display_name) : String(body.tag),
+    quantiles: Array.isArray(body.quantiles) ? body.quantiles.map(decodeNumber) : [],
+    total_steps: Number(body.total_steps) || 0,
+    downsampled: Boolean(body.downsampled),
+    rows: decodeRows(body.rows),
+  };
+}
+
+export function fetchHistograms(run, tag, opts) {
+  return getJson("histograms", { run, tag }, opts).then(normalizeHistograms);
 }

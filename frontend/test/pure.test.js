@@ -113,3 +113,186 @@ test("run filter is a case-insensitive regex; invalid ones are reported", () => 
   assert.equal(compileFilter("(").valid, false);
   assert.equal(compileFilter("").regex, null);
 });
+
+// ---- dashboard (issue 4): batching, layer matrices, heatmap model ----
+import { batchUrl, decodeBf16Planes, normalizeLayers, normalizeTags } from "../src/api.js";
+import { SeriesStore, planBatches } from "../src/store.js";
+import { SPECIAL, makeScale } from "../src/chart/colorScale.js";
+import { aggregateRow, buildTree, compareNames, layerStats, treeDepth, visibleRows } from "../src/chart/layerTree.js";
+import { prepareBands } from "../src/chart/bandsChart.js";
+import { partialHint } from "../src/views/dashboard.js";
+
+function bf16Block(values, missingIdx = []) {
+  // float32 -> bfloat16 (truncation is enough for these exact values), planes, base64
+  const f = new Float32Array(values);
+  const u = new Uint32Array(f.buffer);
+  const n = f.length;
+  const bytes = new Uint8Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    let bits = u[i] >>> 16;
+    if (missingIdx.includes(i)) bits = 0x7fff;
+    bytes[i] = bits >>> 8;
+    bytes[n + i] = bits & 0xff;
+  }
+  return Buffer.from(bytes).toString("base64");
+}
+
+test("bf16 planes decode to float32 with NaN, Inf, zero and missing cells", () => {
+  const vals = [1, -2, 0.5, NaN, Infinity, -Infinity, 0, 3];
+  const body = { run: "r", tag: "t", shape: [2, 4], encoding: "bf16-planes", values: bf16Block(vals, [7]), layers: ["a", "<b>"], steps: [1, 2, 3, 4], scale: "ratio" };
+  const d = normalizeLayers(body);
+  assert.equal(d.rows, 2);
+  assert.equal(d.cols, 4);
+  assert.deepEqual([...d.values.slice(0, 3)], [1, -2, 0.5]);
+  assert.ok(Number.isNaN(d.values[3]));
+  assert.equal(d.values[4], Infinity);
+  assert.equal(d.values[5], -Infinity);
+  assert.equal(d.values[6], 0);
+  assert.deepEqual([...d.missing], [0, 0, 0, 0, 0, 0, 0, 1]);
+  assert.deepEqual(d.layers, ["a", "<b>"]);
+  const raw = decodeBf16Planes(new Uint8Array([0x3f, 0x80]), 1); // 0x3f80 = 1.0
+  assert.equal(raw.values[0], 1);
+});
+
+test("tags keep the layer and family fields", () => {
+  const t = normalizeTags({ tiers: ["debug"], runs: { r: { debug: [{ tag: "local_norm/*", kind: "layers", layers: 3, source: "family" }, { tag: "local_norm/a", kind: "scalar", family: "local_norm/*" }] } } });
+  assert.equal(t.runs.r.debug[0].layers, 3);
+  assert.equal(t.runs.r.debug[0].source, "family");
+  assert.equal(t.runs.r.debug[1].family, "local_norm/*");
+});
+
+test("batches cover exactly the pairs asked for and respect the limits", () => {
+  const pairs = [["a", "t1"], ["a", "t2"], ["b", "t1"], ["b", "t2"], ["c", "t3"]];
+  const plan = planBatches(pairs);
+  assert.equal(plan.length, 2);
+  const covered = new Set();
+  for (const { runs, tags } of plan) for (const r of runs) for (const t of tags) covered.add(`${r}|${t}`);
+  assert.deepEqual([...covered].sort(), pairs.map(([r, t]) => `${r}|${t}`).sort());
+  const many = [];
+  for (let i = 0; i < 30; i++) for (const r of ["a", "b"]) many.push([r, `diagnostic/metric_${i}`]);
+  const small = planBatches(many, { maxPairs: 20 });
+  for (const { runs, tags } of small) assert.ok(runs.length * tags.length <= 20);
+  assert.equal(small.reduce((s, b) => s + b.runs.length * b.tags.length, 0), 60);
+  const long = planBatches([["r", "x".repeat(3000)], ["r", "y".repeat(3000)]], { maxUrl: 4000 });
+  assert.equal(long.length, 2);
+  assert.ok(batchUrl(["a"], ["t/1"]).startsWith("scalars_batch?run=a&tag=t%2F1"));
+});
+
+test("the store merges the requests of one turn into one batch", async () => {
+  const calls = [];
+  const store = new SeriesStore({
+    batchFetcher: async (runs, tags) => {
+      calls.push([runs, tags]);
+      return { series: runs.flatMap((run) => tags.filter((t) => t !== "missing").map((tag) => ({ run, tag, points: [[1, 0, 1]] }))), missing: [] };
+    },
+    fetcher: async () => assert.fail("single fetch not expected"),
+  });
+  const got = await Promise.allSettled([store.get("a", "t1"), store.get("b", "t1"), store.get("a", "t2"), store.get("b", "t2"), store.get("a", "t1"), store.get("b", "missing")]);
+  assert.equal(calls.length, 2); // {a,b} x {t1,t2} and b x {missing}
+  assert.equal(got[0].value.tag, "t1");
+  assert.equal(got[5].status, "rejected");
+  assert.equal(got[5].reason.status, 404);
+  assert.ok(store.has("b", "t2"));
+  await store.get("a", "t1");
+  assert.equal(calls.length, 2); // cached
+});
+
+test("the store falls back to single requests when the server has no batch route", async () => {
+  let singles = 0;
+  const store = new SeriesStore({
+    batchFetcher: async () => {
+      const e = new Error("no route");
+      e.status = 404;
+      throw e;
+    },
+    fetcher: async (run, tag) => {
+      singles += 1;
+      return { run, tag, points: [] };
+    },
+  });
+  const [a, b] = await Promise.all([store.get("a", "t"), store.get("b", "t")]);
+  assert.equal(a.run, "a");
+  assert.equal(b.run, "b");
+  assert.equal(singles, 2);
+  assert.equal(store.batchFetcher, null);
+});
+
+test("ratio color scale: diverging around 1e-3 with special colors", () => {
+  const s = makeScale("ratio");
+  assert.equal(s.index(1e-3), 128);
+  assert.equal(s.index(1e-5), 0);
+  assert.equal(s.index(1e-9), 0);
+  assert.equal(s.index(0.1), 255);
+  assert.equal(s.index(0), SPECIAL.zero);
+  assert.equal(s.index(NaN), SPECIAL.nonfinite);
+  assert.equal(s.index(Infinity), SPECIAL.nonfinite);
+  const lin = makeScale("linear", [new Float32Array([-1, 0, 1, NaN])]);
+  assert.ok(lin.index(-1) < lin.index(1));
+  assert.equal(lin.index(-1e9), 0);
+  const log = makeScale("log", [new Float32Array([10, 11, 12])]);
+  assert.ok(log.ticks.length >= 2);
+});
+
+test("module-path tree: groups, compression, natural order, depth", () => {
+  const names = ["encoder.layers.10.w", "encoder.layers.2.w", "encoder.layers.2.b", "head.weight", "<img src=x>"];
+  const tree = buildTree(names);
+  assert.equal(treeDepth(tree), 2);
+  const rows = visibleRows(tree, { names });
+  assert.deepEqual(rows.map((r) => [r.kind, r.label, r.depth]), [
+    ["layer", "<img src=x>", 0],
+    ["group", "encoder.layers", 0],
+    ["group", "2", 1],
+    ["layer", "b", 2],
+    ["layer", "w", 2],
+    ["layer", "10.w", 1],
+    ["layer", "head.weight", 0],
+  ]);
+  // encoder.layers.10 has one child: merged into a layer row "10.w"
+  assert.equal(rows[5].label, "10.w");
+  assert.equal(rows[5].fullName, "encoder.layers.10.w");
+  const collapsed = visibleRows(tree, { names, depth: 0 });
+  assert.deepEqual(collapsed.map((r) => r.label), ["<img src=x>", "encoder.layers", "head.weight"]);
+  assert.deepEqual(collapsed[1].members.sort(), [0, 1, 2]);
+  const toggled = visibleRows(tree, { names, depth: 0, toggled: new Map([["G:encoder.layers", true]]) });
+  assert.equal(toggled.length, 5);
+  const found = visibleRows(tree, { names, search: "LAYERS.2" });
+  assert.deepEqual(found.map((r) => r.fullName), ["encoder.layers.2.b", "encoder.layers.2.w"]);
+  assert.ok(compareNames("layers.2", "layers.10") < 0);
+});
+
+test("layer statistics, marks and sorting by mean", () => {
+  // 4 layers x 3 steps: healthy, slow, fast, frozen
+  const v = new Float32Array([1e-3, 1e-3, 1e-3, 1e-6, 1e-6, 1e-6, 0.5, 0.5, 0.5, 0, 0, 0]);
+  const stats = layerStats(v, null, 4, 3, "ratio");
+  assert.deepEqual(stats.map((s) => s.mark), [null, "slow", "fast", "frozen"]);
+  assert.ok(Math.abs(stats[0].mean - 1e-3) < 1e-9);
+  const names = ["a", "b", "c", "d"];
+  const tree = buildTree(names);
+  assert.deepEqual(visibleRows(tree, { names, stats, sort: "mean-desc" }).map((r) => r.label), ["c", "a", "b", "d"]);
+  assert.deepEqual(visibleRows(tree, { names, stats, sort: "mean-asc" }).map((r) => r.label), ["d", "b", "a", "c"]);
+  const withNan = layerStats(new Float32Array([1e-3, NaN]), null, 1, 2, "ratio");
+  assert.equal(withNan[0].mark, "nonfinite");
+});
+
+test("group rows: geometric mean, NaN wins, missing where no member has a value", () => {
+  const v = new Float32Array([1e-2, 1, NaN, 1e-4, 1, 5]);
+  const missing = new Uint8Array([0, 1, 0, 0, 1, 0]);
+  const agg = aggregateRow(v, missing, 3, [0, 1], "log");
+  assert.ok(Math.abs(agg.values[0] - 1e-3) < 1e-9);
+  assert.equal(agg.missing[1], 1);
+  assert.ok(Number.isNaN(agg.values[2]) && agg.missing[2] === 0);
+});
+
+test("distribution bands from histogram rows", () => {
+  const prep = prepareBands({ rows: [[2, 20, 10, 0, 1, 2, 3, 4, 5, 6, 7, 8], [1, 10, 10, -1, 0, 1, 2, 3, 4, 5, 6, NaN]] }, "step");
+  assert.deepEqual(prep.xs, [1, 2]);
+  assert.equal(prep.qs[4][1], 4);
+  assert.equal(prep.qs[8][0], null);
+});
+
+test("partial tiers name the TrainMonitor option that records what is missing", () => {
+  assert.equal(partialHint("debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms. Add them with TrainMonitor(debug=["layer_grad_norm", "activations"]).');
+  assert.equal(partialHint("debug", []), null);
+  assert.equal(partialHint("diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
+  assert.match(partialHint("diagnostic", ["diagnostic/layer_weight_norm"]), /eval_dataset/);
+});

@@ -10,6 +10,8 @@ import { loadSettings, saveSettings } from "../settings.js";
 import { SeriesStore } from "../store.js";
 import { ChartCard } from "./chartCard.js";
 import { renderEmptyState } from "./emptyState.js";
+import { HistogramCard } from "./histogramCard.js";
+import { LayerPanel } from "./layerPanel.js";
 import { RunSelector } from "./runSelector.js";
 import { SettingsPanel } from "./settingsPanel.js";
 
@@ -42,12 +44,43 @@ export function compareTags(a, b) {
   return tagRank(a) - tagRank(b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-// What fills a tier, for the note shown when a tier has no series in the runs.
+// What fills a tier, for the note shown when a tier has no series in the runs (and which TrainMonitor option
+// records it).
 const EMPTY_TIER_NOTES = {
-  core: "No core series in these runs. The plugin's training callback records loss, learning rate, gradient norm, step time and throughput here.",
-  diagnostic: "No diagnostic series in these runs (evaluation loss and metrics, weight norms, loss scale). They appear here once the callbacks record them.",
-  debug: "No debug series in these runs (per-layer statistics, data wait time). They appear here once the callbacks record them.",
+  core: "No core series in these runs. The plugin's training callback, TrainMonitor, records loss, learning rate, gradient norm, step time and throughput here.",
+  diagnostic:
+    "No diagnostic series in these runs. TrainMonitor records per-layer weight norms by default (weight_norms=True, at each epoch end or every diagnostic_freq steps), and the evaluation loss and metrics when it is given eval_dataset= (and eval_metrics=[...]).",
+  debug:
+    'No debug series in these runs. The debug tier is off by default: TrainMonitor(debug="all") records per-layer update ratios, per-layer gradient norms (with MonitoredTrainCell), activation histograms and data wait time every debug_freq steps (default 100); or pick items, e.g. debug=["update_ratio"].',
 };
+
+// Series of our callbacks a tier usually has; when some are absent, the tier says how to record them.
+const EXPECTED = {
+  diagnostic: [
+    { label: "per-layer weight norms", test: (t) => t === "diagnostic/layer_weight_norm", option: "weight_norms=True" },
+    { label: "evaluation", test: (t) => t === "diagnostic/eval_loss" || t.startsWith("diagnostic/eval/"), option: "eval_dataset=..." },
+  ],
+  debug: [
+    { label: "update ratio", test: (t) => t === "debug/update_ratio", item: "update_ratio" },
+    { label: "per-layer gradient norm", test: (t) => t === "debug/layer_grad_norm", item: "layer_grad_norm" },
+    { label: "activation histograms", test: (t) => t.startsWith("debug/activation/"), item: "activations" },
+    { label: "data wait time", test: (t) => t === "debug/data_wait_ms", item: "data_wait" },
+  ],
+};
+
+/** The "not recorded" hint of a tier from the tags it has (null when nothing is missing). */
+export function partialHint(tier, tags) {
+  const expected = EXPECTED[tier];
+  if (!expected) return null;
+  const missing = expected.filter((e) => !tags.some((t) => e.test(t)));
+  if (!missing.length || missing.length === expected.length) return null;
+  const labels = missing.map((m) => m.label).join(", ");
+  if (tier === "debug") {
+    const items = missing.map((m) => `"${m.item}"`).join(", ");
+    return `Not recorded in these runs: ${labels}. Add them with TrainMonitor(debug=[${items}]).`;
+  }
+  return `Not recorded in these runs: ${labels}. Add them with TrainMonitor(${missing.map((m) => m.option).join(", ")}).`;
+}
 
 const REFRESH_MS = 30000;
 const EMPTY_REFRESH_MS = 5000;
@@ -60,6 +93,11 @@ export class Dashboard {
     this.store = new SeriesStore();
     this.runs = [];
     this.tagIndex = new Map(); // tag -> {tier, displayName, runs: Set}
+    this.layerIndex = new Map(); // layers tag -> {tier, displayName, runs: Set}
+    this.histIndex = new Map(); // histogram tag -> {tier, displayName, runs: Set}
+    this.panels = new Map(); // layers tag -> LayerPanel
+    this.histCards = new Map(); // histogram tag -> HistogramCard
+    this.ours = false; // some run has our core/* tags (then partial tiers say how to record the rest)
     this.tiers = ["core", "diagnostic", "debug", "other"];
     this.sections = new Map(); // tier -> {element, grid, count, cards: Map}
     this.cards = new Map(); // tag -> ChartCard
@@ -219,7 +257,7 @@ export class Dashboard {
     this.tiers = tags.tiers;
     this.updateTagIndex(tags);
 
-    if ((status && status.has_data === false) || this.tagIndex.size === 0) {
+    if ((status && status.has_data === false) || this.tagIndex.size + this.layerIndex.size + this.histIndex.size === 0) {
       const why =
         status && status.has_data === false
           ? status
@@ -261,25 +299,41 @@ export class Dashboard {
     const colors = this.colors.update(runs);
     if (!same) this.runSelector.setRuns(runs, colors);
     this.store.retain((run, tag) => runs.includes(run) && this.tagIndex.has(tag));
+    this.app.dataset.requests = String(this.store.requests);
   }
 
   updateTagIndex(tags) {
     const index = new Map();
+    const layers = new Map();
+    const hists = new Map();
+    let ours = false;
+    const add = (map, t, tier, run) => {
+      let info = map.get(t.tag);
+      if (!info) {
+        info = { tier, displayName: t.display_name, runs: new Set(), interval: false };
+        map.set(t.tag, info);
+      }
+      info.runs.add(run);
+      info.interval = info.interval || Boolean(t.interval);
+    };
     for (const [run, byTier] of Object.entries(tags.runs)) {
       for (const tier of tags.tiers) {
         for (const t of byTier[tier] || []) {
-          if (t.kind && t.kind !== "scalar") continue;
-          let info = index.get(t.tag);
-          if (!info) {
-            info = { tier, displayName: t.display_name, runs: new Set(), interval: false };
-            index.set(t.tag, info);
+          if (t.kind === "layers") add(layers, t, tier, run);
+          else if (t.kind === "histogram") add(hists, t, tier, run);
+          else if (!t.kind || t.kind === "scalar") {
+            // Members of a per-parameter family (local_norm/<param>) are rows of the family's heatmap instead.
+            if (t.family) continue;
+            add(index, t, tier, run);
+            if (t.tag.startsWith("core/")) ours = true;
           }
-          info.runs.add(run);
-          info.interval = info.interval || t.interval;
         }
       }
     }
     this.tagIndex = index;
+    this.layerIndex = layers;
+    this.histIndex = hists;
+    this.ours = ours;
   }
 
   section(tier) {
@@ -303,14 +357,16 @@ export class Dashboard {
       el("span", { class: "ms-section-subtitle", text: info.subtitle }),
     );
     const grid = el("div", { class: "ms-grid", "data-testid": "section-grid" });
-    const body = el("div", { class: "ms-section-body", hidden: collapsed }, grid);
+    const panels = el("div", { class: "ms-panels", "data-testid": "section-panels" });
+    const hint = el("div", { class: "ms-tier-hint", "data-testid": "tier-hint", hidden: true });
+    const body = el("div", { class: "ms-section-body", hidden: collapsed }, hint, panels, grid);
     const element = el(
       "section",
       { class: "ms-section", "data-testid": "tier-section", "data-tier": tier, "data-collapsed": String(collapsed) },
       el("h2", { class: "ms-section-header" }, toggle),
       body,
     );
-    s = { element, grid, body, toggle, count, cards: new Map() };
+    s = { element, grid, panels, hint, body, toggle, count, cards: new Map() };
     this.sections.set(tier, s);
     return s;
   }
@@ -322,7 +378,10 @@ export class Dashboard {
     s.toggle.setAttribute("aria-expanded", String(!collapsed));
     s.element.dataset.collapsed = String(collapsed);
     s.body.hidden = collapsed;
-    if (!collapsed) for (const card of s.cards.values()) card.chart && card.chart.resize();
+    if (!collapsed) {
+      for (const card of s.cards.values()) card.chart && card.chart.resize();
+      for (const [tag, panel] of this.panels) if (panel.tier === tier && panel.active) panel.render();
+    }
   }
 
   reconcileCards() {
@@ -336,27 +395,66 @@ export class Dashboard {
         for (const s of this.sections.values()) s.cards.delete(tag);
       }
     }
-    const byTier = new Map();
-    for (const [tag, info] of this.tagIndex) {
-      if (!byTier.has(info.tier)) byTier.set(info.tier, []);
-      byTier.get(info.tier).push(tag);
+    for (const [map, index] of [
+      [this.panels, this.layerIndex],
+      [this.histCards, this.histIndex],
+    ]) {
+      for (const [tag, view] of [...map]) {
+        const info = index.get(tag);
+        if (!info || info.tier !== view.tier) {
+          if (this.observer) this.observer.unobserve(view.element);
+          view.destroy();
+          map.delete(tag);
+        }
+      }
     }
+    const byTier = new Map();
+    const groupBy = (index) => {
+      const out = new Map();
+      for (const [tag, info] of index) {
+        if (!out.has(info.tier)) out.set(info.tier, []);
+        out.get(info.tier).push(tag);
+        if (!byTier.has(info.tier)) byTier.set(info.tier, []);
+      }
+      return out;
+    };
+    const scalarsBy = groupBy(this.tagIndex);
+    const layersBy = groupBy(this.layerIndex);
+    const histsBy = groupBy(this.histIndex);
     const order = this.tiers.concat([...byTier.keys()].filter((t) => !this.tiers.includes(t)));
     clear(this.sectionsHost);
     for (const tier of order) {
-      const tags = (byTier.get(tier) || []).sort(compareTags);
-      if (!tags.length && !EMPTY_TIER_NOTES[tier]) continue; // "other" only shows when it has tags
+      const tags = (scalarsBy.get(tier) || []).sort(compareTags);
+      const layerTags = (layersBy.get(tier) || []).sort();
+      const histTags = (histsBy.get(tier) || []).sort();
+      const total = tags.length + layerTags.length + histTags.length;
+      if (!total && !EMPTY_TIER_NOTES[tier]) continue; // "other" only shows when it has tags
       const s = this.section(tier);
       this.sectionsHost.append(s.element);
-      s.count.textContent = String(tags.length);
-      if (!tags.length) {
+      s.count.textContent = String(total);
+      const hint = total && this.ours ? partialHint(tier, tags.concat(layerTags, histTags)) : null;
+      s.hint.textContent = hint || "";
+      s.hint.hidden = !hint;
+      if (!total) {
         s.element.dataset.empty = "true";
+        clear(s.panels);
         clear(s.grid).append(el("div", { class: "ms-tier-empty", "data-testid": "tier-empty", text: EMPTY_TIER_NOTES[tier] }));
         continue;
       }
       s.element.dataset.empty = "false";
       const placeholder = s.grid.querySelector(".ms-tier-empty");
       if (placeholder) placeholder.remove();
+      for (const tag of layerTags) {
+        const info = this.layerIndex.get(tag);
+        let panel = this.panels.get(tag);
+        if (!panel) {
+          panel = new LayerPanel({ tag, displayName: info.displayName, tier });
+          this.panels.set(tag, panel);
+          if (this.observer) this.observer.observe(panel.element);
+        } else panel.setDisplayName(info.displayName);
+        s.panels.append(panel.element);
+        if (!this.observer) panel.activate();
+      }
       for (const tag of tags) {
         let card = this.cards.get(tag);
         const info = this.tagIndex.get(tag);
@@ -370,6 +468,17 @@ export class Dashboard {
         }
         s.grid.append(card.element); // appending again keeps the order; the element and its chart stay
       }
+      for (const tag of histTags) {
+        const info = this.histIndex.get(tag);
+        let card = this.histCards.get(tag);
+        if (!card) {
+          card = new HistogramCard({ tag, displayName: info.displayName, tier });
+          this.histCards.set(tag, card);
+          if (this.observer) this.observer.observe(card.element);
+        } else card.setDisplayName(info.displayName);
+        s.grid.append(card.element);
+        if (!this.observer) card.activate();
+      }
       if (!this.observer) for (const card of s.cards.values()) card.activate();
     }
   }
@@ -377,16 +486,17 @@ export class Dashboard {
   onIntersect(entries) {
     for (const entry of entries) {
       if (!entry.isIntersecting) continue;
-      const card = [...this.cards.values()].find((c) => c.element === entry.target);
-      if (card) {
+      const views = [...this.cards.values(), ...this.panels.values(), ...this.histCards.values()];
+      const view = views.find((c) => c.element === entry.target);
+      if (view) {
         this.observer.unobserve(entry.target);
-        card.activate();
+        view.activate();
       }
     }
   }
 
-  runsForTag(tag) {
-    const info = this.tagIndex.get(tag);
+  runsForTag(tag, index = this.tagIndex) {
+    const info = index.get(tag);
     if (!info) return [];
     return this.runSelector
       .visibleRuns()
@@ -397,6 +507,12 @@ export class Dashboard {
   redrawAll({ refresh = false } = {}) {
     const opts = this.chartOptions();
     for (const [tag, card] of this.cards) card.draw(this.runsForTag(tag), opts, { refresh });
+    for (const [tag, panel] of this.panels) {
+      panel.setRuns(this.runsForTag(tag, this.layerIndex), opts, { refresh });
+    }
+    for (const [tag, card] of this.histCards) card.draw(this.runsForTag(tag, this.histIndex), opts, { refresh });
+    // A tick later: the batch requests of this redraw have been sent.
+    setTimeout(() => (this.app.dataset.requests = String(this.store.requests)), 0);
   }
 
   scheduleTimer() {

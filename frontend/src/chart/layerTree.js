@@ -1,0 +1,231 @@
+// Layers of a heatmap as a tree of module paths ("encoder.layers.0.attn.weight" -> encoder / layers / 0 / ...),
+// per-layer statistics, marks, and the list of rows to draw for a given expansion, sort and search.
+// Pure functions (unit tested without a browser).
+
+import { RATIO_FAST, RATIO_SLOW } from "./colorScale.js";
+
+export function splitPath(name) {
+  const parts = String(name).split(/[./]/).filter((p) => p !== "");
+  return parts.length ? parts : [String(name)];
+}
+
+const collator = typeof Intl !== "undefined" ? new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }) : null;
+
+/** Natural order: "layers.2" before "layers.10". */
+export function compareNames(a, b) {
+  if (collator) return collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * Module-path tree of layer names. Chains of groups with one child are merged ("encoder.layers"), a group with a
+ * single child is replaced by that child.
+ * Node: {id, kind: "group"|"layer", label, path (full prefix or name), children, members (layer indices), layer}
+ */
+export function buildTree(names) {
+  const root = { id: "G:", kind: "group", label: "", path: "", children: [], members: [], childMap: new Map() };
+  names.forEach((name, index) => {
+    const parts = splitPath(name);
+    let node = root;
+    node.members.push(index);
+    for (let d = 0; d < parts.length - 1; d++) {
+      const key = "G:" + parts.slice(0, d + 1).join(".");
+      let child = node.childMap.get(key);
+      if (!child) {
+        child = { id: key, kind: "group", label: parts[d], path: parts.slice(0, d + 1).join("."), children: [], members: [], childMap: new Map() };
+        node.childMap.set(key, child);
+        node.children.push(child);
+      }
+      child.members.push(index);
+      node = child;
+    }
+    node.children.push({ id: "L:" + index, kind: "layer", label: parts[parts.length - 1], path: name, children: [], members: [index], layer: index });
+  });
+  const compress = (node) => {
+    node.children = node.children.map(compress);
+    delete node.childMap;
+    if (node.kind === "group" && node !== root && node.children.length === 1) {
+      const only = node.children[0];
+      return { ...only, label: node.label + "." + only.label };
+    }
+    return node;
+  };
+  const out = compress(root);
+  // A root with one group child: start at that group's children (no single top row for the whole model).
+  return out;
+}
+
+function mean(values) {
+  let s = 0;
+  let n = 0;
+  for (const v of values) {
+    if (Number.isFinite(v)) {
+      s += v;
+      n += 1;
+    }
+  }
+  return n ? s / n : NaN;
+}
+
+/**
+ * Statistics of every layer (row) of a matrix: count of recorded values, finite ones, zeros, non-finite,
+ * mean (of log10 for log scales: a geometric mean; zeros count as 1e-12) and the mark.
+ * @returns {{count, finite, zeros, nonfinite, meanT: number, mean: number, mark: string|null}[]}
+ */
+export function layerStats(values, missing, rows, cols, scale) {
+  const isLog = scale === "ratio" || scale === "log";
+  const out = [];
+  for (let r = 0; r < rows; r++) {
+    let count = 0;
+    let finite = 0;
+    let zeros = 0;
+    let nonfinite = 0;
+    let sum = 0;
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) {
+      const i = base + c;
+      if (missing && missing[i]) continue;
+      count += 1;
+      const v = values[i];
+      if (!Number.isFinite(v)) {
+        nonfinite += 1;
+        continue;
+      }
+      finite += 1;
+      if (isLog) {
+        if (v <= 0) {
+          zeros += 1;
+          sum += -12;
+        } else sum += Math.log10(v);
+      } else sum += v;
+    }
+    const meanT = finite ? sum / finite : NaN;
+    const meanV = isLog ? Math.pow(10, meanT) : meanT;
+    let mark = null;
+    if (scale === "ratio" && finite) {
+      if (zeros === finite) mark = "frozen";
+      else if (meanT < RATIO_SLOW) mark = "slow";
+      else if (meanT > RATIO_FAST) mark = "fast";
+    }
+    if (!mark && nonfinite) mark = "nonfinite";
+    out.push({ count, finite, zeros, nonfinite, meanT, mean: finite ? meanV : NaN, mark });
+  }
+  return out;
+}
+
+/** Mean statistic of a node (the mean of its members' means, on the transformed scale). */
+export function nodeMeanT(node, stats) {
+  return mean(node.members.map((i) => stats[i] && stats[i].meanT));
+}
+
+/**
+ * The rows to draw.
+ * @param {object} tree  from buildTree
+ * @param {{depth: number, toggled: Map<string, boolean>, sort: "name"|"mean-desc"|"mean-asc", search: string,
+ *          stats: object[], names: string[]}} opts
+ *   depth: groups shallower than this are expanded (Infinity: all); toggled: per-group override (true = expanded).
+ *   search: case-insensitive substring; when set, a flat list of the matching layers.
+ * @returns {{id, kind, label, fullName, depth, members: number[], layer: number|null, expanded: boolean}[]}
+ */
+export function visibleRows(tree, { depth = Infinity, toggled = new Map(), sort = "name", search = "", stats = [], names = [] } = {}) {
+  const key = (node) => {
+    const m = nodeMeanT(node, stats);
+    return Number.isFinite(m) ? m : -Infinity;
+  };
+  const order = (nodes) => {
+    const list = [...nodes];
+    if (sort === "mean-desc") list.sort((a, b) => key(b) - key(a) || compareNames(a.path, b.path));
+    else if (sort === "mean-asc") list.sort((a, b) => key(a) - key(b) || compareNames(a.path, b.path));
+    else list.sort((a, b) => compareNames(a.path, b.path));
+    return list;
+  };
+  const rows = [];
+  const q = search.trim().toLowerCase();
+  if (q) {
+    const leaves = [];
+    const walk = (node) => {
+      if (node.kind === "layer") {
+        if (String(names[node.layer] ?? node.path).toLowerCase().includes(q)) leaves.push(node);
+      } else node.children.forEach(walk);
+    };
+    walk(tree);
+    for (const node of order(leaves)) {
+      rows.push({ id: node.id, kind: "layer", label: node.path, fullName: node.path, depth: 0, members: node.members, layer: node.layer, expanded: false });
+    }
+    return rows;
+  }
+  const visit = (node, d) => {
+    for (const child of order(node.children)) {
+      if (child.kind === "layer") {
+        rows.push({ id: child.id, kind: "layer", label: child.label, fullName: child.path, depth: d, members: child.members, layer: child.layer, expanded: false });
+        continue;
+      }
+      const expanded = toggled.has(child.id) ? toggled.get(child.id) : d < depth;
+      rows.push({ id: child.id, kind: "group", label: child.label, fullName: child.path, depth: d, members: child.members, layer: null, expanded });
+      if (expanded) visit(child, d + 1);
+    }
+  };
+  visit(tree, 0);
+  return rows;
+}
+
+/** Deepest group level of a tree (for the depth selector). */
+export function treeDepth(tree) {
+  let best = 0;
+  const walk = (node, d) => {
+    for (const c of node.children) {
+      if (c.kind === "group") {
+        best = Math.max(best, d + 1);
+        walk(c, d + 1);
+      }
+    }
+  };
+  walk(tree, 0);
+  return best;
+}
+
+/**
+ * One row of values for a group: per column the mean of its members' values (geometric mean on log scales,
+ * zeros and values <= 0 left out; a non-finite member value makes the cell non-finite), missing where no member
+ * has a value.
+ * @returns {{values: Float32Array, missing: Uint8Array}}
+ */
+export function aggregateRow(values, missing, cols, members, scale) {
+  const isLog = scale === "ratio" || scale === "log";
+  const outV = new Float32Array(cols);
+  const outM = new Uint8Array(cols);
+  for (let c = 0; c < cols; c++) {
+    let s = 0;
+    let n = 0;
+    let any = false;
+    let bad = NaN;
+    let zeros = 0;
+    for (const r of members) {
+      const i = r * cols + c;
+      if (missing && missing[i]) continue;
+      any = true;
+      const v = values[i];
+      if (!Number.isFinite(v)) {
+        if (Number.isNaN(bad) || Number.isNaN(v)) bad = v;
+        n = -1;
+        break;
+      }
+      if (isLog) {
+        if (v > 0) {
+          s += Math.log10(v);
+          n += 1;
+        } else zeros += 1;
+      } else {
+        s += v;
+        n += 1;
+      }
+    }
+    if (!any) {
+      outM[c] = 1;
+      outV[c] = NaN;
+    } else if (n < 0) outV[c] = bad;
+    else if (n === 0) outV[c] = zeros ? 0 : NaN;
+    else outV[c] = isLog ? Math.pow(10, s / n) : s / n;
+  }
+  return { values: outV, missing: outM };
+}
