@@ -264,3 +264,34 @@ export function normalizeHistograms(body) {
 export function fetchHistograms(run, tag, opts) {
   return getJson("histograms", { run, tag }, opts).then(normalizeHistograms);
 }
+
+const LEVELS = ["info", "warn", "error"];
+const STATUSES = ["ok", "warn", "error"];
+
+/** A health answer with every field present: {runs: [{run, status, findings: [{rule, level, message, tag, steps}]}]}. */
+export function normalizeHealth(body) {
+  const runs = Array.isArray(body && body.runs) ? body.runs : [];
+  return {
+    runs: runs.map((r) => ({
+      run: String(r.run),
+      status: STATUSES.includes(r.status) ? r.status : "ok",
+      findings: (Array.isArray(r.findings) ? r.findings : []).map((f) => {
+        const steps = Array.isArray(f.steps) ? f.steps.map(decodeNumber) : [];
+        const first = Number.isFinite(steps[0]) ? steps[0] : null;
+        const last = Number.isFinite(steps[1]) ? steps[1] : first;
+        return {
+          rule: String(f.rule || ""),
+          level: LEVELS.includes(f.level) ? f.level : "info",
+          message: String(f.message || ""),
+          tag: f.tag ? String(f.tag) : "",
+          steps: first === null ? null : [first, last],
+        };
+      }),
+    })),
+  };
+}
+
+/** The health check of the loaded runs (all of them, or one run). */
+export function fetchHealth(run, opts) {
+  return getJson("health", run === undefined ? null : { run }, opts).then(normalizeHealth);
+}

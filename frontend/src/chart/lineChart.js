@@ -12,6 +12,8 @@ import { joinTables, nearestIndex, prepareSeries } from "./series.js";
 const FONT = '11px Roboto, "Helvetica Neue", Arial, sans-serif';
 const AXIS = { stroke: "#616161", font: FONT, grid: { stroke: "#eeeeee", width: 1 }, ticks: { stroke: "#e0e0e0", width: 1 } };
 const NONFINITE_COLOR = "#d93025";
+const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
+const HIGHLIGHT_STROKE = "rgba(227, 116, 0, 0.85)";
 
 // Tick spacings: whole steps on a step axis, round durations on a relative-time axis.
 const STEP_INCRS = [];
@@ -163,7 +165,7 @@ export class LineChart {
             }
           },
         ],
-        draw: [(u) => this.drawNonFinite(u)],
+        draw: [(u) => this.drawNonFinite(u), (u) => this.drawHighlight(u)],
       },
     };
     this.plot = new uPlot(options, data, this.canvasHost);
@@ -200,6 +202,54 @@ export class LineChart {
       }
     }
     ctx.restore();
+  }
+
+  /** Shades the steps [first, last] (of one run's x mapping when the axis is not the step), or clears with null. */
+  setHighlight(steps, run = null) {
+    this.highlight = steps ? { steps, run } : null;
+    if (!steps) delete this.host.dataset.highlightPx;
+    if (this.plot) this.plot.redraw(false);
+  }
+
+  /** The x value of a step on the current axis (the step itself on a step axis). */
+  stepToX(step, run) {
+    if (!this.opts || this.opts.xAxis === "step") return step;
+    const e = this.entries.find((x) => x.run === run) || this.entries[0];
+    if (!e || !e.prep.steps.length) return null;
+    const i = nearestIndex(e.prep.steps, step);
+    return e.prep.xs[i];
+  }
+
+  drawHighlight(u) {
+    if (!this.highlight) return;
+    const [first, last] = this.highlight.steps;
+    const x0 = this.stepToX(first, this.highlight.run);
+    const x1 = this.stepToX(last, this.highlight.run);
+    if (x0 === null || x1 === null) return;
+    const { left, top, width, height } = u.bbox;
+    const minWidth = 6 * devicePixelRatio;
+    let p0 = u.valToPos(x0, "x", true);
+    let p1 = u.valToPos(x1, "x", true);
+    if (p1 - p0 < minWidth) {
+      const mid = (p0 + p1) / 2;
+      p0 = mid - minWidth / 2;
+      p1 = mid + minWidth / 2;
+    }
+    p0 = Math.max(p0, left);
+    p1 = Math.min(p1, left + width);
+    if (!(p1 > p0)) {
+      this.host.dataset.highlightPx = "outside";
+      return;
+    }
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.fillStyle = HIGHLIGHT_FILL;
+    ctx.fillRect(p0, top, p1 - p0, height);
+    ctx.strokeStyle = HIGHLIGHT_STROKE;
+    ctx.lineWidth = devicePixelRatio;
+    ctx.strokeRect(p0, top, p1 - p0, height);
+    ctx.restore();
+    this.host.dataset.highlightPx = `${Math.round(p0 / devicePixelRatio)}-${Math.round(p1 / devicePixelRatio)}`;
   }
 
   showTooltip(u) {

@@ -118,7 +118,10 @@ export class ChartCard {
   }
 
   drawRuns(runs, opts) {
-    if (!this.chart) this.chart = new LineChart(this.chartHost, { height: 220 });
+    if (!this.chart) {
+      this.chart = new LineChart(this.chartHost, { height: 220 });
+      if (this.highlighted) this.chart.setHighlight(this.highlighted.steps, this.highlighted.run);
+    }
     const drawn = this.chart.update(runs.map((r) => ({ run: r.run, color: r.color, data: r.data })), opts);
     this.chartHost.dataset.runCount = String(drawn.runs);
     this.chartHost.dataset.points = String(drawn.points);
@@ -199,6 +202,20 @@ export class ChartCard {
     }
     if (format === "csv") saveText(downloadName(run, this.tag, "csv"), seriesToCsv(data), "text/csv");
     else saveText(downloadName(run, this.tag, "json"), seriesToJson(data), "application/json");
+  }
+
+  /** Shades the step range [first, last] of a health finding (null clears it); kept across redraws. */
+  highlight(steps, run = null) {
+    this.highlighted = steps ? { steps, run } : null;
+    if (steps) {
+      this.chartHost.dataset.highlight = `${steps[0]}-${steps[1]}`;
+      this.chartHost.dataset.highlightRun = run || "";
+    } else {
+      delete this.chartHost.dataset.highlight;
+      delete this.chartHost.dataset.highlightRun;
+    }
+    this.element.classList.toggle("ms-highlighted", Boolean(steps));
+    if (this.chart) this.chart.setHighlight(steps, run);
   }
 
   showStatus(text, isError = false) {

@@ -2,7 +2,7 @@
 // Other) with one chart card per tag on the right, or the empty state when there is nothing to draw.
 // refresh() re-reads status, runs and tags and updates cards in place (zoom, selection and scroll survive).
 
-import { fetchRuns, fetchStatus, fetchTags } from "../api.js";
+import { fetchHealth, fetchRuns, fetchStatus, fetchTags } from "../api.js";
 import { RunColors } from "../colors.js";
 import { el, clear } from "../dom.js";
 import { connectToHost } from "../host.js";
@@ -10,10 +10,12 @@ import { loadSettings, saveSettings } from "../settings.js";
 import { SeriesStore } from "../store.js";
 import { ChartCard } from "./chartCard.js";
 import { renderEmptyState } from "./emptyState.js";
+import { HealthPanel } from "./healthPanel.js";
 import { HistogramCard } from "./histogramCard.js";
 import { LayerPanel } from "./layerPanel.js";
 import { RunSelector } from "./runSelector.js";
 import { SettingsPanel } from "./settingsPanel.js";
+import { WarningsBanner } from "./warningsBanner.js";
 
 const TIER_INFO = {
   core: { title: "Core", subtitle: "Is training progressing? Loss, learning rate, gradient norm, speed." },
@@ -162,15 +164,18 @@ export class Dashboard {
         this.settings.deselectedRuns = [...this.deselected];
         this.persist();
         this.redrawAll();
+        this.healthPanel.setRuns(this.runSelector.visibleRuns());
       },
     });
     this.sidebar = el("aside", { class: "ms-sidebar", "data-testid": "sidebar" }, this.settingsPanel.element, this.runSelector.element);
 
     this.banner = el("div", { class: "ms-banner", role: "alert", "data-testid": "error-banner", hidden: true });
+    this.warningsBanner = new WarningsBanner();
+    this.healthPanel = new HealthPanel({ onFinding: (run, finding) => this.revealFinding(run, finding) });
     this.emptyHost = el("div", { class: "ms-empty-host", hidden: true });
     this.sectionsHost = el("div", { class: "ms-sections", "data-testid": "sections" });
     this.loading = el("div", { class: "ms-loading", "data-testid": "loading", text: "Loading…" });
-    this.main = el("main", { class: "ms-main", "data-testid": "main" }, this.banner, this.loading, this.emptyHost, this.sectionsHost);
+    this.main = el("main", { class: "ms-main", "data-testid": "main" }, this.banner, this.warningsBanner.element, this.healthPanel.element, this.loading, this.emptyHost, this.sectionsHost);
 
     this.app = el(
       "div",
@@ -235,9 +240,15 @@ export class Dashboard {
     this.refreshCount = (this.refreshCount || 0) + 1;
     this.app.dataset.refreshCount = String(this.refreshCount);
     this.app.dataset.refreshSource = fromHost ? "tensorboard" : "page";
+    // Not awaited: the charts do not wait for the health rules.
+    fetchHealth().then(
+      (health) => this.healthPanel.setHealth(health),
+      (e) => this.healthPanel.setError((e && e.message) || "request failed"),
+    );
     const [statusR, runsR, tagsR] = await Promise.allSettled([fetchStatus(), fetchRuns(), fetchTags()]);
     const status = statusR.status === "fulfilled" ? statusR.value : null;
     this.status = status;
+    if (status) this.warningsBanner.update(status.warnings);
     this.loading.hidden = true;
     if (status) this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
     this.logdirEl.title = status && status.logdir ? "Log directory: " + status.logdir : "";
@@ -271,6 +282,7 @@ export class Dashboard {
       return;
     }
     this.emptyHost.hidden = true;
+    this.healthPanel.element.hidden = false;
     this.sectionsHost.hidden = false;
     this.sidebar.hidden = false;
     this.app.dataset.state = "ready";
@@ -282,6 +294,7 @@ export class Dashboard {
 
   showEmpty(status, error) {
     this.app.dataset.state = "empty";
+    this.healthPanel.element.hidden = true;
     this.sectionsHost.hidden = true;
     this.sidebar.hidden = true;
     clear(this.emptyHost).append(renderEmptyState(status, error));
@@ -298,6 +311,7 @@ export class Dashboard {
     this.runs = runs;
     const colors = this.colors.update(runs);
     if (!same) this.runSelector.setRuns(runs, colors);
+    this.healthPanel.setRuns(this.runSelector.visibleRuns());
     this.store.retain((run, tag) => runs.includes(run) && this.tagIndex.has(tag));
     this.app.dataset.requests = String(this.store.requests);
   }
@@ -480,6 +494,45 @@ export class Dashboard {
         if (!this.observer) card.activate();
       }
       if (!this.observer) for (const card of s.cards.values()) card.activate();
+    }
+  }
+
+  /** A health finding was clicked: scroll to the chart (or heatmap panel) of its tag and shade its step range. */
+  revealFinding(run, finding) {
+    const tag = finding.tag;
+    let view = this.cards.get(tag) || this.panels.get(tag) || this.histCards.get(tag);
+    if (!view) {
+      // A layer's own tag (prefix/param) belongs to the family's heatmap (prefix/*).
+      for (const [panelTag, panel] of this.panels) {
+        if (panelTag.endsWith("/*") && tag.startsWith(panelTag.slice(0, -1))) view = panel;
+      }
+    }
+    if (this.highlighted && this.highlighted !== view) this.clearHighlight(this.highlighted);
+    if (!view) {
+      this.showBanner(`No chart of ${tag} is shown for the selected runs.`);
+      return;
+    }
+    const s = this.sections.get(view.tier);
+    if (s && s.body.hidden) this.setCollapsed(view.tier, false);
+    view.activate();
+    if (view.highlight) view.highlight(finding.steps, run);
+    else {
+      // Heatmap panels and distribution cards: the step range as attributes and a marked card.
+      const range = finding.steps ? `${finding.steps[0]}-${finding.steps[1]}` : "";
+      view.element.dataset.highlight = range;
+      view.element.dataset.highlightRun = run;
+      view.element.classList.add("ms-highlighted");
+    }
+    this.highlighted = view;
+    view.element.scrollIntoView({ block: "center", behavior: "smooth" });
+  }
+
+  clearHighlight(view) {
+    if (view.highlight) view.highlight(null);
+    else {
+      delete view.element.dataset.highlight;
+      delete view.element.dataset.highlightRun;
+      view.element.classList.remove("ms-highlighted");
     }
   }
 
