@@ -10,11 +10,20 @@ One line to make the gradient norm visible, one callback to record the core tier
 Importing this package imports MindSpore (install the ``mindspore`` extra); the TensorBoard side does not need it.
 """
 
-from .monitor import TrainMonitor
+from .loop import LoopMonitor
+from .monitor import DEBUG_ITEMS, TrainMonitor
 from .run_dir import make_run_dir, run_dir_name
-from .train_cell import MonitoredTrainCell
+from .train_cell import MonitoredLossScaleCell, MonitoredTrainCell
 
-__all__ = ["MonitoredTrainCell", "TrainMonitor", "make_run_dir", "run_dir_name", "run_demo"]
+__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "TrainMonitor", "LoopMonitor", "DEBUG_ITEMS",
+           "make_run_dir", "run_dir_name", "run_demo"]
+
+# Loss landscapes (random / PCA / interpolation), see landscape.py.
+from .landscape import (  # noqa: E402
+    LandscapeCallback, LandscapeInterrupted, compute_landscape, interpolate, landscape_from_checkpoint,
+)
+__all__ += ["LandscapeCallback", "LandscapeInterrupted", "compute_landscape", "interpolate",
+            "landscape_from_checkpoint"]
 
 
 def run_demo(*args, **kwargs):

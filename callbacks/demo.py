@@ -1,8 +1,9 @@
 """A one-minute demo run: a small transformer classifier on synthetic data, recorded with the core tier.
 
-The task is learnable but not trivial: every sequence is random tokens with one of ``classes`` planted motifs (a
-short fixed token pattern) at a random position, and the label is which motif was planted. The model has to find
-the motif anywhere in the sequence, so the loss falls from ``ln(classes)`` over a few hundred steps.
+The task is learnable but not trivial: every sequence is random tokens (from a small vocabulary, so motif tokens
+also occur at random) with one of ``classes`` planted motifs (a short fixed token pattern) at a random position,
+and the label is which motif was planted. The model has to find the motif anywhere in the sequence, so the loss
+falls from ``ln(classes)`` over a few hundred steps.
 
 ``build_model`` and ``synthetic_dataset`` are also used by ``bench/overhead.py`` (same model as the benchmark).
 """
@@ -63,7 +64,7 @@ class TransformerClassifier(nn.Cell):
 
 
 def build_model(config=None, seed=0):
-    """The demo / benchmark network (about 0.5M parameters with the default config)."""
+    """The demo / benchmark network (about 0.4M parameters with the default config)."""
     c = dict(DEMO_CONFIG, **(config or {}))
     ms.set_seed(seed)
     return TransformerClassifier(c["vocab"], c["seq"], c["hidden"], c["heads"], c["ffn"], c["layers"],
@@ -145,10 +146,14 @@ class _Progress(Callback):
 def run_demo(root="./summary_log", steps=800, log=print, collect_freq=10, mode="graph"):
     """Trains the demo transformer for ``steps`` steps and records it; returns the run folder.
 
-    About a minute on two CPU cores with the default 800 steps (~65 ms per step in GRAPH_MODE).
+    About a minute on two CPU cores with the default 800 steps (~65 ms per step in GRAPH_MODE). Records every
+    tier: core every ``collect_freq`` steps; weight norms, a held-out evaluation (loss, accuracy) and all debug
+    items 8 times per run; hyperparameters for TensorBoard's HParams tab; a line in ``<root>/experiments.md``.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError("steps must be an int >= 2, got %r" % (steps,))
+    if mode not in ("graph", "pynative"):
+        raise ValueError("mode must be 'graph' or 'pynative', got %r" % (mode,))
     c = dict(DEMO_CONFIG)
     c["warmup"] = min(c["warmup"], steps // 2)
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
@@ -162,9 +167,18 @@ def run_demo(root="./summary_log", steps=800, log=print, collect_freq=10, mode="
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer, clip_grad_norm=c["clip"])
     model = Model(train_net)
-    monitor = TrainMonitor(run_dir, collect_freq=collect_freq)
+    hparams = {"lr": c["lr"], "batch_size": c["batch"], "hidden": c["hidden"], "layers": c["layers"],
+               "heads": c["heads"], "steps": steps, "warmup": c["warmup"], "clip_grad_norm": c["clip"],
+               "optimizer": "AdamWeightDecay"}
+    every = max(steps // 8, 10)
+    monitor = TrainMonitor(run_dir, collect_freq=collect_freq, hparams=hparams,
+                           # Diagnostic tier: weight norms and a held-out evaluation 8 times per run.
+                           diagnostic_freq=every, eval_dataset=synthetic_dataset(8, c, seed=1),
+                           eval_metrics=["accuracy"], eval_freq=every,
+                           # Debug tier, every item, 8 times per run.
+                           debug="all", debug_freq=every)
     started = time.time()
-    model.train(1, synthetic_dataset(steps, c), callbacks=[monitor, _Progress(log, max(steps // 8, 1), steps)],
+    model.train(1, synthetic_dataset(steps, c), callbacks=[monitor, _Progress(log, every, steps)],
                 dataset_sink_mode=False)
     log("done in %.0f s; view it with: tensorboard --logdir %s" % (time.time() - started, root))
     return run_dir

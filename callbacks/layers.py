@@ -16,7 +16,7 @@ from mindspore.ops import composite as C
 
 from .train_cell import _square_sum
 
-__all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS"]
+__all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
 
 DEFAULT_MAX_LAYERS = 64
 
@@ -99,6 +99,27 @@ class LayerSelection:
         }
 
 
+_CACHE = []          # [(key, cell)], most recent last
+_CACHE_SIZE = 8
+
+
+def cached(cls, params, *args):
+    """``cls(params, *args)``, reused for the same parameters (a new cell would be compiled again).
+
+    Monitors are often recreated (one per ``Model.train`` call) for the same network; compiling their small
+    graphs again each time would cost seconds. The cache keeps the last few cells (they hold their parameters).
+    """
+    key = (cls, tuple(id(p) for p in params), args)
+    for i, (k, cell) in enumerate(_CACHE):
+        if k == key:
+            _CACHE.append(_CACHE.pop(i))
+            return cell
+    cell = cls(params, *args)
+    _CACHE.append((key, cell))
+    del _CACHE[:-_CACHE_SIZE]
+    return cell
+
+
 class WeightNorms(nn.Cell):
     """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation."""
 
@@ -139,6 +160,8 @@ class UpdateRatio(nn.Cell):
 
     def __init__(self, snapshot):
         super().__init__(auto_prefix=False)
+        if isinstance(snapshot, (list, tuple)):
+            snapshot = cached(Snapshot, snapshot)
         self.params = snapshot.params
         self.before = snapshot.before
         self.hyper_map = C.HyperMap()

@@ -26,7 +26,7 @@ from mindspore.ops import composite as C
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS"]
 
 # Order of the accumulator columns (one row per monitored quantity).
-STAT_FIELDS = ("min", "max", "sum", "count", "nonfinite")
+STAT_FIELDS = ("min", "max", "sum", "finite", "nonfinite")
 # Rows of the accumulator matrix / first entries of the "last" vector.
 _ROW_LOSS = 0
 _ROW_GRAD_NORM = 1

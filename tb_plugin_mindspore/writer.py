@@ -351,6 +351,10 @@ def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
 
     Only possible from the main thread (Python's rule); elsewhere this does nothing and returns False.
     Installing twice does not chain our handler to itself.
+
+    Note: MindSpore's runtime installs its own SIGINT handler during the first training steps (replacing whatever
+    Python had, ours and the user's); it ends the process with SIGTERM, which this SIGTERM handler still catches,
+    so the writers are closed on Ctrl-C as well.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
@@ -363,7 +367,8 @@ def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
             close_all()
             if callable(_previous):
                 _previous(signum, frame)
-            elif _previous == signal.SIG_DFL:
+            elif _previous != signal.SIG_IGN:
+                # SIG_DFL, or None (a handler installed outside Python that we cannot call): the default action.
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)
 

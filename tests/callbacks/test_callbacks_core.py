@@ -361,6 +361,16 @@ def test_demo_short_run_records_core_tier(tmp_path):
     for tag in (metadata.LOSS, metadata.LEARNING_RATE, metadata.GRAD_NORM):
         assert steps_of(scalars[tag]) == [4, 8, 12], tag
     assert all(math.isfinite(v) for _, v in scalars[metadata.LOSS])
+    # Every tier: diagnostic and debug every 10 steps (at least), and at the end.
+    for tag in (metadata.EVAL_LOSS, metadata.EVAL_METRIC_PREFIX + "accuracy", metadata.WEIGHT_NORM_GLOBAL,
+                metadata.DATA_WAIT_MS):
+        assert steps_of(scalars[tag]) == [10, 12], tag
+    for tag in (metadata.GRAD_NORM_LAYERS, metadata.WEIGHT_NORM_LAYERS, metadata.ACTIVATION_PREFIX + "encoder.0"):
+        assert steps_of(tensors[tag]) == [10, 12], tag
+    # The update ratio needs the weights from before the step: only at the planned debug steps.
+    assert steps_of(tensors[metadata.UPDATE_RATIO_LAYERS]) == [10]
+    assert "_hparams_/session_start_info" in tensors
+    assert os.path.exists(os.path.join(str(tmp_path), "experiments.md"))
     schedule = WarmupCosineLR(1e-3, 6, 12, end=5e-5)
     assert [v for _, v in scalars[metadata.LEARNING_RATE]] == pytest.approx(
         [schedule.at(s - 1) for s in (4, 8, 12)], rel=1e-5)
