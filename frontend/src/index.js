@@ -3,6 +3,7 @@
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
 import { Dashboard } from "./views/dashboard.js";
+import { mountLandscapes } from "./views/landscapeView.js";
 
 let dashboard = null;
 
@@ -24,5 +25,6 @@ export function render() {
   document.body.appendChild(root);
   dashboard = new Dashboard(root);
   dashboard.start();
+  mountLandscapes(dashboard); // the Loss landscape section, shown when a run has landscapes
   return dashboard;
 }

@@ -44,6 +44,9 @@ def landscape_logdir(tmp_path_factory, ms_fixtures):
     root = tmp_path_factory.mktemp("landscapes") / "logs"
     root.mkdir()
     ms_fixtures.copy_run("landscape", root)            # MindSpore SummaryLandscape (PCA + random), an _MS file
+    from tb_plugin_mindspore.convert import convert
+
+    convert(root / "landscape", out=root / "converted", progress=False)   # the same, as tfevents
     proc = subprocess.run([sys.executable, CHILD, str(root.parent / "train.npz"), "graph", "1", str(root / "ours")],
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -64,12 +67,12 @@ def landscape_logdir(tmp_path_factory, ms_fixtures):
 @pytest.fixture(scope="module", params=["false", "true"], ids=["python", "fast"])
 def app(request, landscape_logdir):
     a = App(landscape_logdir, load_fast=request.param)
-    a.wait_for_runs(["landscape", "ours", "partial", "plain"])
+    a.wait_for_runs(["landscape", "converted", "ours", "partial", "plain"])
     yield a
     a.close()
 
 
-def _listing(app, expect_runs=("landscape", "ours", "partial")):
+def _listing(app, expect_runs=("landscape", "converted", "ours", "partial")):
     import time
 
     deadline = time.time() + 60
@@ -115,6 +118,12 @@ def test_mindspore_summary_landscape_matches_the_file(app, ms_logdir):
         assert body["unit"] == "epoch" and body["steps"] == [0] and body["missing"] == 0
         z = _array(body["z"])
         assert body["z_min"] == z.min() and body["z_max"] == z.max()
+    # Converted to tfevents (tb-mindspore convert), the same landscapes come back the same.
+    for tag in ("landscape_[1, 3]", "landscape_[3]"):
+        a = app.plugin("/landscape", run="landscape", tag=tag)
+        b = app.plugin("/landscape", run="converted", tag=tag)
+        for key in ("x", "y", "z", "path", "center", "method", "source", "dims", "unit"):
+            assert a[key] == b[key], (tag, key)
     pca = app.plugin("/landscape", run="landscape", tag="landscape_[1, 3]")
     (_, _, expected), = ms_logdir.landscapes("landscape")["landscape_[1, 3]"]
     assert pca["path"]["steps"] == [1, 2, 3] == expected["loss_path"]["intervals"]
