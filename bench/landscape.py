@@ -1,6 +1,6 @@
 """Benchmark: wall time of a loss landscape of the demo transformer, ours against MindSpore's SummaryLandscape.
 
-    python bench/landscape.py [--grids 21,41] [--ms-grids 21,41] [--samples 256] [--batch 32] [--train-steps 30]
+    python bench/landscape.py [--grids 21,41] [--ms-grids 21] [--samples 256] [--batch 32] [--train-steps 30]
 
 The model is the demo's 2-layer transformer classifier (``nn.TransformerEncoderLayer``, hidden 128, seq 64,
 0.4M parameters, GRAPH_MODE), trained for a few epochs of ``--train-steps`` steps each under MindSpore's
@@ -14,8 +14,9 @@ needs). Then, around the same final parameters and on the same ``--samples`` eva
   ``create_landscape={"train": False, "result": True}`` (its random-direction landscape; per-tensor normalization,
   loss in train mode, a fresh network from ``callback_fn``, ``load_param_into_net`` and a dataset pass per point).
 
-Each figure is the wall time of producing one landscape from trained parameters, compilation included. ``--ms-grids``
-may be empty to skip SummaryLandscape. The machine is shared: figures vary with other load (the load average is
+Each figure is the wall time (and this process's CPU time) of producing one landscape from trained parameters,
+compilation included. ``--ms-grids`` may be empty to skip SummaryLandscape; ``--ms-grids 21,41`` adds its 41 x 41
+(about half an hour more on two shared cores). The machine is shared: figures vary with other load (the load average is
 printed with the results).
 
 Do not edit the package's source files while this runs: MindSpore reads a cell's source when it compiles it.
@@ -109,7 +110,7 @@ def summary_landscape(summary_dir, tokens, labels, grid, batch, samples):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grids", default="21,41", help="grid sizes for ours (comma-separated)")
-    parser.add_argument("--ms-grids", default="21,41", help="grid sizes for SummaryLandscape ('' to skip)")
+    parser.add_argument("--ms-grids", default="21", help="grid sizes for SummaryLandscape ('' to skip)")
     parser.add_argument("--samples", type=int, default=256)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--train-steps", type=int, default=30, help="steps per epoch of the short training")
@@ -171,7 +172,8 @@ def main(argv=None):
     for g, o in results["ours"].items():
         print("ours %sx%s printed before starting: %s" % (g, g, o["estimate"]))
     print(json.dumps({"samples": args.samples, "batch": args.batch, "train_s": train_s, "load_before": load_before,
-                      "load_after": load_after, "speedup": speedups, "cpu_speedup": cpu_speedups, **results}, sort_keys=True))
+                      "load_after": load_after, "speedup": speedups, "cpu_speedup": cpu_speedups, **results},
+                     sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@
 (Momentum, fixed seeds) in MODE ("graph" / "pynative"); WITH=1 adds LandscapeCallback (random, PCA and
 interpolation, every epoch, 5 x 5 grid) writing to LOGDIR. Saves the final parameters and every step's loss to
 OUT.npz, so two runs can be compared bit for bit. No dropout: MindSpore 2.10's CPU Dropout is not deterministic
-from one process to the next even with fixed seeds, so a run with it cannot be compared bit for bit at all. ``sigint`` as WITH instead starts a 41 x 41 landscape after
-training and sends this process SIGINT while it runs.
+from one process to the next even with fixed seeds, so a run with it cannot be compared bit for bit at all.
+``sigint`` as WITH instead starts a 41 x 41 landscape after training and sends this process SIGINT while it runs.
 """
 
 import os

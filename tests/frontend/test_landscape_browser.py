@@ -82,8 +82,10 @@ def gl_pixels(canvas_handle, xy=None):
             const d = g.getImageData(0, 0, t.width, t.height).data;
             let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] < 720) n++;
             let at = null;
-            if (xy) { const r = c.width / c.clientWidth; const [x, y] = xy.split(",").map(Number);
-                      const o = (Math.round(y * r) * t.width + Math.round(x * r)) * 4; at = Array.from(d.slice(o, o + 4)); }
+            if (xy) {
+                const r = c.width / c.clientWidth; const [x, y] = xy.split(",").map(Number);
+                const o = (Math.round(y * r) * t.width + Math.round(x * r)) * 4; at = Array.from(d.slice(o, o + 4));
+            }
             return [n / (d.length / 4), at, t.toDataURL().length];
         }""", xy)
 
@@ -174,7 +176,8 @@ def test_two_runs_side_by_side_turn_together(page, landscape_server):
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowUp")
     frame.wait_for_function("""() => { const s = [...document.querySelectorAll('[data-testid=landscape-surface]')];
-        return s.length === 2 && s[0].dataset.azimuth === s[1].dataset.azimuth && s[0].dataset.azimuth !== '-2.200'; }""")
+        return s.length === 2 && s[0].dataset.azimuth === s[1].dataset.azimuth
+            && s[0].dataset.azimuth !== '-2.200'; }""")
     frame.query_selector("[data-testid=landscape-section]").scroll_into_view_if_needed()
     screenshot(page, "landscape_side_by_side.png")
     # The interpolation (1-D) of the first run as a profile.

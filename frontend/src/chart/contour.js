@@ -197,29 +197,49 @@ export class ContourChart {
       ctx.stroke();
     }
     if (opts.heatmap) {
-      const img = document.createElement("canvas");
-      img.width = ls.nx;
-      img.height = ls.ny;
-      const ictx = img.getContext("2d");
-      const data = ictx.createImageData(ls.nx, ls.ny);
-      for (let j = 0; j < ls.ny; j++) {
-        for (let i = 0; i < ls.nx; i++) {
-          const v = scale.t[j * ls.nx + i];
-          const o = ((ls.ny - 1 - j) * ls.nx + i) * 4;
-          if (!Number.isFinite(v)) continue; // transparent
-          const [r, g, b] = colormap(unit(scale, v));
-          data.data[o] = r;
-          data.data[o + 1] = g;
-          data.data[o + 2] = b;
-          data.data[o + 3] = 255;
+      // One colour per device pixel, bilinear between the grid points (canvas upscaling of a tiny image is
+      // blocky); a pixel in a cell with a missing corner takes the nearest known corner, or stays hatched.
+      const dpr = this.canvas.width / width;
+      const pw = Math.max(1, Math.round(box.w * dpr));
+      const ph = Math.max(1, Math.round(box.h * dpr));
+      const img = ctx.createImageData(pw, ph);
+      const span = scale.tmax - scale.tmin;
+      const lut = new Uint8ClampedArray(256 * 3);
+      for (let k = 0; k < 256; k++) lut.set(colormap(k / 255), k * 3);
+      const { nx, ny } = ls;
+      const t = scale.t;
+      for (let py = 0; py < ph; py++) {
+        const fj = ny > 1 ? (1 - (py + 0.5) / ph) * (ny - 1) : 0;
+        const j = Math.min(Math.max(0, ny - 2), Math.floor(fj));
+        const ty = ny > 1 ? fj - j : 0;
+        for (let px = 0; px < pw; px++) {
+          const fi = ((px + 0.5) / pw) * (nx - 1);
+          const i = Math.min(nx - 2, Math.floor(fi));
+          const tx = fi - i;
+          const a = t[j * nx + i];
+          const b = t[j * nx + i + 1];
+          const c = ny > 1 ? t[(j + 1) * nx + i] : a;
+          const d = ny > 1 ? t[(j + 1) * nx + i + 1] : b;
+          let v;
+          if (Number.isFinite(a) && Number.isFinite(b) && Number.isFinite(c) && Number.isFinite(d)) {
+            v = (a * (1 - tx) + b * tx) * (1 - ty) + (c * (1 - tx) + d * tx) * ty;
+          } else {
+            v = tx < 0.5 ? (ty < 0.5 ? a : c) : ty < 0.5 ? b : d;
+            if (!Number.isFinite(v)) continue; // transparent: the hatch shows
+          }
+          const k = Math.max(0, Math.min(255, Math.round(span > 0 ? ((v - scale.tmin) / span) * 255 : 128))) * 3;
+          const o = (py * pw + px) * 4;
+          img.data[o] = lut[k];
+          img.data[o + 1] = lut[k + 1];
+          img.data[o + 2] = lut[k + 2];
+          img.data[o + 3] = 255;
         }
       }
-      ictx.putImageData(data, 0, 0);
-      ctx.imageSmoothingEnabled = true;
-      // Pixel centres are the grid points: map the first and last centres onto the plot edges.
-      const sw = Math.max(1e-6, ls.nx - 1);
-      const sh = Math.max(1e-6, ls.ny - 1);
-      ctx.drawImage(img, 0.5, 0.5, sw, sh, box.x, box.y, box.w, box.h);
+      const tmp = document.createElement("canvas");
+      tmp.width = pw;
+      tmp.height = ph;
+      tmp.getContext("2d").putImageData(img, 0, 0);
+      ctx.drawImage(tmp, box.x, box.y, box.w, box.h);
     }
     // Isolines.
     const levels = contourLevels(scale.tmin, scale.tmax, opts.levels || 12);

@@ -342,7 +342,7 @@ export class Surface3D {
   matrix() {
     const { azimuth, elevation, zoom } = this.view;
     const target = [0, 0, HEIGHT / 2];
-    const dist = 3.6 / zoom;
+    const dist = 4.1 / zoom;
     const eye = [
       target[0] + dist * Math.cos(elevation) * Math.cos(azimuth),
       target[1] + dist * Math.cos(elevation) * Math.sin(azimuth),
