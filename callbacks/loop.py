@@ -26,7 +26,7 @@ from mindspore.ops import composite as C
 
 from ._util import host_learning_rates
 from .monitor import TrainMonitor
-from .train_cell import _N_ROWS, _empty_stats, _square_sum
+from .train_cell import _N_ROWS, _empty_stats, _square_sum, interval_update
 
 __all__ = ["LoopMonitor"]
 
@@ -53,18 +53,7 @@ class _LoopStats(nn.Cell):
         else:
             grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
         values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
-        finite = ops.isfinite(values)
-        zeros = ops.zeros_like(values)
-        ones = ops.ones_like(values)
-        stats = self.tbms_stats
-        new_stats = ops.stack((
-            ops.select(finite, ops.minimum(stats[:, 0], values), stats[:, 0]),
-            ops.select(finite, ops.maximum(stats[:, 1], values), stats[:, 1]),
-            stats[:, 2] + ops.select(finite, values, zeros),
-            stats[:, 3] + ops.select(finite, ones, zeros),
-            stats[:, 4] + ops.select(finite, zeros, ones),
-        ), axis=1)
-        token = ops.assign(self.tbms_stats, new_stats)
+        token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
         token = ops.depend(token, ops.assign(self.tbms_last, values))
         if self._has_grads and self._layer_idx:
             layer = ops.sqrt(ops.stack([squares[i] for i in self._layer_idx]))

@@ -57,6 +57,23 @@ def _scale_grad_tensor(scale, grad):
     return grad * ops.cast(scale, grad.dtype)
 
 
+def interval_update(stats, values):
+    """The accumulator matrix after one step: one row per quantity in ``values``, columns :data:`STAT_FIELDS`.
+
+    NaN / Inf values are only counted (last column); min, max and sum are over finite values. Runs in the graph.
+    """
+    finite = ops.isfinite(values)
+    zeros = ops.zeros_like(values)
+    ones = ops.ones_like(values)
+    return ops.stack((
+        ops.select(finite, ops.minimum(stats[:, 0], values), stats[:, 0]),
+        ops.select(finite, ops.maximum(stats[:, 1], values), stats[:, 1]),
+        stats[:, 2] + ops.select(finite, values, zeros),
+        stats[:, 3] + ops.select(finite, ones, zeros),
+        stats[:, 4] + ops.select(finite, zeros, ones),
+    ), axis=1)
+
+
 def _empty_stats():
     row = np.array([np.inf, -np.inf, 0.0, 0.0, 0.0], dtype=np.float32)
     return np.tile(row, (_N_ROWS, 1))
@@ -155,18 +172,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         grad_norm = ops.sqrt(ops.addn(squares)) * self._inv_sens
         lr = self._applied_lr()
         values = ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm))
-        finite = ops.isfinite(values)
-        zeros = ops.zeros_like(values)
-        ones = ops.ones_like(values)
-        stats = self.tbms_stats
-        new_stats = ops.stack((
-            ops.select(finite, ops.minimum(stats[:, 0], values), stats[:, 0]),
-            ops.select(finite, ops.maximum(stats[:, 1], values), stats[:, 1]),
-            stats[:, 2] + ops.select(finite, values, zeros),
-            stats[:, 3] + ops.select(finite, ones, zeros),
-            stats[:, 4] + ops.select(finite, zeros, ones),
-        ), axis=1)
-        token = ops.assign(self.tbms_stats, new_stats)
+        token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
         token = ops.depend(token, ops.assign(self.tbms_last, ops.concat((values, lr))))
         if self._layer_idx:
             layer = ops.sqrt(ops.stack([squares[i] for i in self._layer_idx])) * self._inv_sens

@@ -12,7 +12,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import downsample, histograms, layers, series_cache
+from . import batch, downsample, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +125,8 @@ class DataView:
         data = self._provider.read_tensors(
             ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL, run_tag_filter=rtf
         )
-        series = data.get(run, {}).get(itag)
-        if not series:
+        rows = batch.interval_rows(data.get(run, {}).get(itag))
+        if rows is None:
             return None
-        rows = []
-        for d in sorted(series, key=lambda d: d.step):
-            values = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
-            if values.size != len(metadata.INTERVAL_FIELDS):
-                continue
-            rows.append([d.step] + values.tolist())
         merged = downsample.bucket_intervals(rows, max_points)
         return [[int(r[0])] + [float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
