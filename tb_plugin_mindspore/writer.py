@@ -99,6 +99,7 @@ class SummaryWriter:
         self._closed = False
         self._lock = threading.Lock()
         self._file = None
+        self._tags_with_metadata = set()
         try:
             self._file = open(self.path, "ab")
             self._write_header()
@@ -191,6 +192,15 @@ class SummaryWriter:
         if value is None:
             return
         values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not sticky:
+            # TensorBoard reads a tag's metadata from its first event only: repeating it (e.g. 200 layer names on
+            # every per-layer vector) would multiply the file size. Each part file carries it once.
+            for v in values:
+                if v.HasField("metadata"):
+                    if v.tag in self._tags_with_metadata:
+                        v.ClearField("metadata")
+                    else:
+                        self._tags_with_metadata.add(v.tag)
         event = event_pb2.Event(wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=values))
         data = records.frame(event.SerializeToString())
         if sticky:
@@ -240,6 +250,7 @@ class SummaryWriter:
                 self.path = "%s.part%04d" % (self.base_path, self._part_index)
                 self._file = open(self.path, "ab")
                 self._file_bytes = 0
+                self._tags_with_metadata = set()
                 self.parts.append(self.path)
         except OSError as e:
             self._fail(e)

@@ -166,3 +166,42 @@ def test_write_error_stops_writer_not_the_program(tmp_path):
     assert "stopped writing" in proc.stderr
     steps = [e.step for e in _accumulator(tmp_path).Scalars("core/loss")]
     assert steps == list(range(len(steps))) and 0 < len(steps) < 5000   # what fit is readable
+
+
+def _metadata_count_per_file(folder, tag):
+    from tensorboard.compat.proto import event_pb2
+
+    from tb_plugin_mindspore import records
+
+    counts = {}
+    for name in _event_files(folder):
+        data = open(os.path.join(folder, name), "rb").read()
+        n = 0
+        for _, _, raw in records.read_records(data):
+            for v in event_pb2.Event.FromString(raw).summary.value:
+                n += v.tag == tag and v.HasField("metadata")
+        counts[name] = n
+    return counts
+
+
+def test_metadata_written_once_per_tag_and_file(tmp_path):
+    names = ["layer%d.weight" % i for i in range(50)]
+    with SummaryWriter(tmp_path / "one") as w:
+        for step in range(1, 101):
+            w.layers(metadata.UPDATE_RATIO_LAYERS, names, np.full(50, 1e-3), step)
+    assert list(_metadata_count_per_file(tmp_path / "one", metadata.UPDATE_RATIO_LAYERS).values()) == [1]
+    # Still a layers series with its names for TensorBoard's loader, at every step.
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "one"), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert len(acc.Tensors(metadata.UPDATE_RATIO_LAYERS)) == 100
+    content = metadata.parse_content(acc.SummaryMetadata(metadata.UPDATE_RATIO_LAYERS).plugin_data.content)
+    assert content["layers"] == names
+
+    # After rotation every part file carries it once, so a part left alone after the budget still reads.
+    with SummaryWriter(tmp_path / "rot", max_file_bytes=4096) as w:
+        for step in range(1, 101):
+            w.layers(metadata.UPDATE_RATIO_LAYERS, names, np.full(50, 1e-3), step)
+    counts = _metadata_count_per_file(tmp_path / "rot", metadata.UPDATE_RATIO_LAYERS)
+    assert len(counts) > 2 and set(counts.values()) == {1}
