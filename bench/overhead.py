@@ -43,6 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 CONFIGS = ("none", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
+# Not run by default: core + diagnostic + one debug item each, to see what each item costs.
+EXTRA_CONFIGS = ("debug_update_ratio", "debug_layer_grad_norm", "debug_activations", "debug_data_wait")
 
 
 def _build(config):
@@ -55,7 +57,7 @@ def _build(config):
     net = build_model(seed=0)
     optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=DEMO_CONFIG["lr"], weight_decay=0.01)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    if config.startswith("core"):
+    if config.startswith("core") or config.startswith("debug_"):
         return Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
     return Model(net, loss_fn, optimizer)
 
@@ -70,8 +72,10 @@ def _callbacks(config, out_dir, rep, warm=False):
     freq = 1 if warm else 10
     if config == "core_diag":
         return [TrainMonitor(run_dir, collect_freq=freq, diagnostic_freq=freq, registry=None)]
-    if config == "core_diag_debug":
-        return [TrainMonitor(run_dir, collect_freq=freq, diagnostic_freq=freq, debug="all",
+    if config == "core_diag_debug" or config.startswith("debug_"):
+        # debug_<item>: core + diagnostic + that one debug item (to see what each costs).
+        items = "all" if config == "core_diag_debug" else [config[len("debug_"):]]
+        return [TrainMonitor(run_dir, collect_freq=freq, diagnostic_freq=freq, debug=items,
                              debug_freq=1 if warm else 100, registry=None)]
     if config == "summary_collector":
         return [SummaryCollector(run_dir, collect_freq=10,
@@ -163,10 +167,11 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every configuration (default 5)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps at the start of each run")
     parser.add_argument("--out", default=None, help="folder for the runs' event files (default: a temp dir)")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset (none is added)")
+    parser.add_argument("--configs", default=",".join(CONFIGS),
+                        help="comma-separated subset (none is added); also %s" % ", ".join(EXTRA_CONFIGS))
     args = parser.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
-    unknown = [c for c in configs if c not in CONFIGS]
+    unknown = [c for c in configs if c not in CONFIGS and c not in EXTRA_CONFIGS]
     if unknown:
         parser.error("unknown configuration(s): %s" % ", ".join(unknown))
     if "none" not in configs:

@@ -22,11 +22,11 @@ import numpy as np
 
 import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
-from mindspore.ops import composite as C
 
 from ._util import host_learning_rates
 from .monitor import TrainMonitor
-from .train_cell import _N_ROWS, _empty_stats, _square_sum, interval_update
+from .train_cell import (_N_ROWS, _empty_stats, grouped_square_sum, interval_update, norm_groups,
+                         per_param_square_sums, shape_classes)
 
 __all__ = ["LoopMonitor"]
 
@@ -34,10 +34,13 @@ __all__ = ["LoopMonitor"]
 class _LoopStats(nn.Cell):
     """In-graph accumulators for a hand-written loop: the same statistics as ``MonitoredTrainCell``."""
 
-    def __init__(self, has_grads):
+    def __init__(self, grad_shapes):
         super().__init__(auto_prefix=False)
-        self.hyper_map = C.HyperMap()
-        self._has_grads = has_grads
+        self._has_grads = grad_shapes is not None
+        self._shapes = list(grad_shapes) if self._has_grads else []
+        self._groups = norm_groups(self._shapes) if self._has_grads else ()
+        self._layer_classes = ()
+        self._layer_order = None
         self._layer_idx = ()
         self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_loop_stats", requires_grad=False)
         self.tbms_last = Parameter(Tensor(np.full((_N_ROWS,), np.nan, np.float32)), name="tbms_loop_last",
@@ -48,15 +51,14 @@ class _LoopStats(nn.Cell):
     @ms.jit
     def construct(self, loss, grads):
         if self._has_grads:
-            squares = self.hyper_map(_square_sum, grads)
-            grad_norm = ops.sqrt(ops.addn(squares))
+            grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
         else:
             grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
         values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
         token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
         token = ops.depend(token, ops.assign(self.tbms_last, values))
         if self._has_grads and self._layer_idx:
-            layer = ops.sqrt(ops.stack([squares[i] for i in self._layer_idx]))
+            layer = ops.sqrt(per_param_square_sums(grads, self._layer_classes, self._layer_order))
             token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
         return token
 
@@ -64,9 +66,9 @@ class _LoopStats(nn.Cell):
 class _Source:
     """What TrainMonitor reads from a MonitoredTrainCell, provided for a loop."""
 
-    def __init__(self, optimizer, has_grads):
+    def __init__(self, optimizer, grad_shapes):
         self.optimizer = optimizer
-        self.stats = _LoopStats(has_grads)
+        self.stats = _LoopStats(grad_shapes)
         self.num_lr_groups = None
         self._started = False
 
@@ -77,6 +79,7 @@ class _Source:
         if self._started or not self.stats._has_grads:
             return False
         self.stats._layer_idx = indices
+        self.stats._layer_classes, self.stats._layer_order = shape_classes(self.stats._shapes, indices)
         self.stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
                                                name="tbms_loop_layer_grad", requires_grad=False)
         return True
@@ -212,7 +215,7 @@ class LoopMonitor:
 
     def _start(self, grads):
         self._began = True
-        self._source = _Source(self.optimizer, grads is not None)
+        self._source = _Source(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
         self.monitor._reset_run_state()
         try:
             self.monitor._begin(self._params, cell=self._source, optimizer=self.optimizer,

@@ -13,6 +13,7 @@ from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore import __version__ as plugin_version
 from tb_plugin_mindspore.writer import SummaryWriter, check_sizes, install_signal_handlers
 
+from .activations import ActivationProbe
 from ._util import cb_get, detect_rank, find_cell, find_optimizer, host_learning_rates, logger, loss_value
 from .layers import DEFAULT_MAX_LAYERS, LayerSelection, Snapshot, UpdateRatio, WeightNorms, cached
 from .train_cell import MonitoredTrainCell
@@ -295,8 +296,7 @@ class TrainMonitor(Callback):
         self._snapshot = None
         self._ratio = None
         self._snapshot_pending = False
-        self._probe_net = None
-        self._probe_cells = []
+        self._probe = None
         self._eval_model = None
         self._fixed_network = False
 
@@ -415,7 +415,7 @@ class TrainMonitor(Callback):
                            "eval": self.eval_dataset is not None, "eval_freq": self.eval_freq or "epoch",
                            "eval_metrics": sorted(self.eval_metrics)},
             "debug": {"items": list(self.debug), "freq": self.debug_freq,
-                      "activation_cells": [name for name, _ in self._probe_cells]},
+                      "activation_cells": [name for name, _ in self._probe.cells] if self._probe else []},
             "layers": dict(self.layers.describe(), selected=len(self._layer_names),
                            matched=self.layers.truncated_from or len(self._layer_names)),
             "hparams": self.hparams,
@@ -517,7 +517,6 @@ class TrainMonitor(Callback):
         if probe_net is None:
             logger.warning("tb-mindspore: activations: no training cell found to probe; skipped")
             return
-        self._probe_net = probe_net
         named = []
         for name, cell in probe_net.cells_and_names():
             if not name:
@@ -530,52 +529,13 @@ class TrainMonitor(Callback):
         if len(chosen) > self.layers.max_layers:
             keep = np.unique(np.round(np.linspace(0, len(chosen) - 1, self.layers.max_layers)).astype(int))
             chosen = [chosen[i] for i in keep]
-        self._probe_cells = chosen
+        self._probe = ActivationProbe(probe_net, chosen, self.activation_samples)
 
     def _probe_activations(self, inputs):
-        """Outputs of the chosen cells on the first samples of ``inputs`` (one extra forward pass, no update).
-
-        GRAPH_MODE cannot run Python hooks inside the compiled step, so the probe runs in PYNATIVE_MODE and the
-        mode is switched back afterwards (the compiled training step is reused, not recompiled).
-        """
-        import mindspore as ms
-        from mindspore import Tensor
-
-        if self._probe_net is None or not self._probe_cells or inputs is None:
+        """Outputs of the chosen cells on the first samples of ``inputs`` (one extra forward pass, no update)."""
+        if self._probe is None:
             return {}
-        n = self.activation_samples
-        sliced = []
-        for x in inputs:
-            if isinstance(x, Tensor) and x.ndim >= 1 and x.shape[0] > n:
-                x = x[:n]
-            sliced.append(x)
-        captured = {}
-
-        def hook_for(name):
-            def hook(cell, hook_inputs, output):
-                while isinstance(output, (tuple, list)) and output:
-                    output = output[0]
-                if isinstance(output, Tensor):
-                    captured[name] = output
-            return hook
-
-        mode = ms.get_context("mode")
-        net = self._probe_net
-        was_training = net.training
-        handles = []
-        try:
-            if mode != ms.PYNATIVE_MODE:
-                ms.set_context(mode=ms.PYNATIVE_MODE)
-            handles = [cell.register_forward_hook(hook_for(name)) for name, cell in self._probe_cells]
-            net.set_train(False)
-            net(*sliced)
-        finally:
-            for h in handles:
-                h.remove()
-            net.set_train(was_training)
-            if mode != ms.PYNATIVE_MODE:
-                ms.set_context(mode=mode)
-        return {name: captured[name].asnumpy() for name, _ in self._probe_cells if name in captured}
+        return self._probe(inputs)
 
     # -- implementation: steps -------------------------------------------------------------------------------------
     def _step_begin(self, cb):

@@ -384,3 +384,38 @@ def test_warmup_cosine_schedule_in_graph_equals_host():
     got = [float(schedule(Tensor(np.array([s], np.int32))).asnumpy().reshape(-1)[0]) for s in (0, 4, 5, 12, 20, 30)]
     assert got == pytest.approx([schedule.at(s) for s in (0, 4, 5, 12, 20, 30)], rel=1e-5)
     assert schedule.at(4) == pytest.approx(0.1) and schedule.at(20) == pytest.approx(0.01)
+
+
+def test_grad_norm_groups_pack_bounded_and_sum_exactly():
+    from tb_mindspore_callbacks.train_cell import grouped_square_sum, norm_groups
+
+    assert norm_groups([(3, 4), (5,), (1000,), (2, 2), ()], limit=20) == ((0, 1), (2,), (3, 4))
+    set_mode("pynative")
+    try:
+        rs = np.random.RandomState(0)
+        arrays = [rs.randn(3, 4).astype(np.float32), rs.randn(5).astype(np.float16), rs.randn(1000).astype(np.float32),
+                  rs.randn(2, 2).astype(np.float32), np.float32(3.0)]
+        grads = tuple(Tensor(a) for a in arrays)
+        expected = sum(float((np.asarray(a, np.float64) ** 2).sum()) for a in arrays)
+        for limit in (20, 1 << 22, 1):
+            got = float(grouped_square_sum(grads, norm_groups([a.shape for a in arrays], limit=limit)).asnumpy())
+            assert got == pytest.approx(expected, rel=1e-4), limit
+    finally:
+        set_mode("graph")
+
+
+def test_per_param_square_sums_by_shape_class_keep_the_order():
+    from tb_mindspore_callbacks.train_cell import per_param_square_sums, shape_classes
+
+    set_mode("pynative")
+    try:
+        rs = np.random.RandomState(1)
+        shapes = [(4, 3), (5,), (4, 3), (2, 2), (4, 3), (5,)]
+        arrays = [rs.randn(*sh).astype(np.float32) for sh in shapes]
+        indices = (5, 0, 3, 4, 2)
+        classes, order = shape_classes(shapes, indices, limit=24)        # (4, 3) x3 split: 2 per class
+        assert sorted(i for c in classes for i in c) == sorted(indices) and max(len(c) for c in classes) == 2
+        got = per_param_square_sums(tuple(Tensor(a) for a in arrays), classes, order).asnumpy()
+        assert got.tolist() == pytest.approx([float((arrays[i] ** 2).sum()) for i in indices], rel=1e-5)
+    finally:
+        set_mode("graph")
