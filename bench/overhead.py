@@ -7,6 +7,8 @@ GRAPH_MODE, AdamWeightDecay, non-sink) under these configurations, alternating t
 repetition) in one process:
 
 * ``none``: ``Model(net, loss_fn, optimizer)``, no callback (the reference);
+* ``cell_only``: ``Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))``, no callback: what the in-graph
+  statistics cost (or save: see BENCHMARKS.md) on their own;
 * ``core_diag``: ``MonitoredTrainCell`` + ``TrainMonitor(collect_freq=10, diagnostic_freq=10)`` (core tier and
   per-layer weight norms every 10 steps; no evaluation: that is extra work the user asks for, not overhead);
 * ``core_diag_debug``: the same plus ``debug="all"`` (update ratio, per-layer gradient norms, activation
@@ -33,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -42,7 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-CONFIGS = ("none", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
+CONFIGS = ("none", "cell_only", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
 # Not run by default: core + diagnostic + one debug item each, to see what each item costs.
 EXTRA_CONFIGS = ("debug_update_ratio", "debug_layer_grad_norm", "debug_activations", "debug_data_wait")
 
@@ -57,7 +60,7 @@ def _build(config):
     net = build_model(seed=0)
     optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=DEMO_CONFIG["lr"], weight_decay=0.01)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    if config.startswith("core") or config.startswith("debug_"):
+    if config.startswith(("core", "debug_")) or config == "cell_only":
         return Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
     return Model(net, loss_fn, optimizer)
 
@@ -106,6 +109,38 @@ class _Clock:
         self.callback = _Cb()
         self.start = self.end = self.cpu_start = self.cpu_end = None
         self.last = 0
+
+
+class _HookTimer:
+    """Wall time spent inside a callback's step hooks on the training thread, for the steps after the warm-up."""
+
+    HOOKS = ("on_train_step_begin", "on_train_step_end", "on_train_epoch_begin", "on_train_epoch_end")
+
+    def __init__(self, callback, warmup):
+        self.seconds = 0.0
+
+        def timed(fn):
+            def hook(run_context):
+                started = time.perf_counter()
+                try:
+                    return fn(run_context)
+                finally:
+                    if run_context.original_args().cur_step_num > warmup:
+                        self.seconds += time.perf_counter() - started
+            return hook
+
+        for name in self.HOOKS:
+            setattr(callback, name, timed(getattr(callback, name)))
+
+
+def _wait_for_children(limit=60.0):
+    """Waits (up to ``limit`` s) until this process's child processes (SummaryCollector's writers) have exited, so
+    their work does not land in the next configuration's timing."""
+    import psutil
+
+    deadline = time.monotonic() + limit
+    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 class _Watchdog:
@@ -205,16 +240,25 @@ def main(argv=None):
 
     times = {c: [] for c in configs}
     cpu = {c: [] for c in configs}
+    hook_share = {c: [] for c in configs}
     hangs = {c: 0 for c in configs}
+    shuffler = random.Random(0)
     for rep in range(args.reps):
-        order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+        # A new random order each repetition (no configuration always follows the same one); SummaryCollector
+        # last, and its writer processes waited for, so their work never lands in another configuration's time.
+        order = [c for c in configs if c != "summary_collector"]
+        shuffler.shuffle(order)
+        order += [c for c in configs if c == "summary_collector"]
         for config in order:
             clock = _Clock(args.warmup)
             limit = max(120.0, 30.0 * steps_per_run * statistics.median(times["none"]) / 1000.0) \
                 if times["none"] else 600.0
+            callbacks = _callbacks(config, out_dir, rep)
+            timers = [_HookTimer(cb, args.warmup) for cb in callbacks if type(cb).__name__ == "TrainMonitor"]
             with _quiet_stdout(config == "loss_monitor"), _Watchdog(limit) as watchdog:
-                models[config].train(1, dataset(), callbacks=_callbacks(config, out_dir, rep) + [clock.callback],
-                                     dataset_sink_mode=False)
+                models[config].train(1, dataset(), callbacks=callbacks + [clock.callback], dataset_sink_mode=False)
+            if config == "summary_collector":
+                _wait_for_children()
             if watchdog.fired:
                 hangs[config] += 1
                 print("  rep %d  %-18s HUNG after training (its writer processes were stopped); run not counted"
@@ -229,12 +273,15 @@ def main(argv=None):
             step_ms = (clock.end - clock.start) * 1000.0 / args.steps
             times[config].append(step_ms)
             cpu[config].append((clock.cpu_end - clock.cpu_start) * 1000.0 / args.steps)
+            if timers:
+                hook_share[config].append(sum(t.seconds for t in timers) / (clock.end - clock.start))
             print("  rep %d  %-18s %7.2f ms/step  (CPU %7.2f ms/step)" % (rep + 1, config, step_ms, cpu[config][-1]),
                   flush=True)
 
     # Pair each run with the reference run of the same repetition (runs that hung are left out).
     ratios = {c: [t / b for t, b in zip(times[c], times["none"]) if t is not None] for c in configs}
     cpu_ratios = {c: [t / b for t, b in zip(cpu[c], cpu["none"]) if t is not None] for c in configs}
+    times_all = times
     times = {c: [t for t in times[c] if t is not None] for c in configs}
     dropped = [c for c in configs if not times[c]]
     if dropped:
@@ -250,6 +297,15 @@ def main(argv=None):
     # CPU time of this process per step (all its threads, our writer thread included; not child processes, so
     # SummaryCollector's writer processes are left out): far less sensitive to other load than wall time.
     result["cpu_ratio"] = {c: round(statistics.median(cpu_ratios[c]), 4) for c in configs if c != "none"}
+    # The monitoring callbacks' own cost, free of the training cell's: each configuration over our training cell
+    # without a callback (cell_only) in the same repetition; and the share of the timed wall time spent inside
+    # TrainMonitor's step hooks on the training thread (a floor of the callback's cost that other load hardly moves).
+    if "cell_only" in configs:
+        result["vs_cell_only"] = {
+            c: round(statistics.median([t / b for t, b in zip(times_all[c], times_all["cell_only"])
+                                        if t is not None and b is not None]), 4)
+            for c in configs if c.startswith(("core", "debug_"))}
+    result["hook_share"] = {c: round(statistics.median(v), 5) for c, v in hook_share.items() if v}
     result.update({
         "baseline_step_ms": round(statistics.median(times["none"]), 3),
         "step_ms": {c: [round(t, 3) for t in times[c]] for c in configs},
