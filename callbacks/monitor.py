@@ -154,7 +154,8 @@ class TrainMonitor(Callback):
     multiples of ``debug_freq``, where the weights were kept before the step),
     ``layer_grad_norm`` (needs a MonitoredTrainCell), ``activations`` (histograms of the outputs of the top-level
     blocks on ``activation_samples`` samples of the step's batch) and ``data_wait`` (milliseconds the step waited
-    for its batch: time from the previous step's end to this step's start).
+    for its batch: time from the previous step's end, or the epoch's start for its first step, to this step's
+    start; monitoring and epoch-end work are left out).
 
     Loss, gradient norm and their interval statistics come from a :class:`MonitoredTrainCell` in the training
     network (computed inside the compiled step; nothing is copied to the host between two points). Without one,
@@ -317,6 +318,12 @@ class TrainMonitor(Callback):
             self._begin(run_context.original_args())
         except Exception:
             self._error("train begin")
+
+    def on_train_epoch_begin(self, run_context):
+        """Work between two epochs (epoch-end evaluation, checkpoint saving, other callbacks) is neither waiting
+        for data nor step time: the epoch's first step is timed from here (its batch is fetched after this hook)."""
+        if self._active and self._prev_time is not None:
+            self._prev_time = time.perf_counter()
 
     def on_train_step_begin(self, run_context):
         if not self._active or not self.debug:
