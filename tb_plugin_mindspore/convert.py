@@ -10,7 +10,9 @@ same relative folder under OUT, named by swapping ``.out.events.summary.`` for `
 * tensors -> tensors of this plugin (kind ``tensor``, the MindSpore dtype and shape kept)
 * loss landscapes -> this plugin's landscape format (kind ``landscape``, a JSON string tensor)
 * the lineage file (``*_lineage``) -> this plugin's run information (``_meta/run_info``) with a ``mindspore_lineage``
-  entry: hyperparameters, user-defined data, dataset graph
+  entry: hyperparameters, user-defined data, dataset graph; and its hyperparameters (learning rate, batch size,
+  epochs, optimizer, loss function, network, dataset sizes, user-defined values) as a TensorBoard HParams summary,
+  so TensorBoard's HParams tab lists the run
 
 The computational graph is not converted (MindSpore's graph format is not TensorFlow's).
 
@@ -177,6 +179,21 @@ def _convert_value(value, counts):
     return None
 
 
+def _hparams_of(lineage):
+    """The lineage's hyperparameters for an HParams summary: bool / number / str values (NaN and infinities, which
+    the HParams tab cannot hold, as their names; anything else as JSON text)."""
+    out = {}
+    for key, value in sorted(lineage.get("hparams", {}).items()):
+        if isinstance(value, float) and value != value:
+            value = "NaN"
+        elif isinstance(value, float) and value in (float("inf"), float("-inf")):
+            value = "Infinity" if value > 0 else "-Infinity"
+        elif value is None or not isinstance(value, (bool, int, float, str)):
+            value = json.dumps(value, sort_keys=True, default=str)
+        out[str(key)] = value
+    return out
+
+
 def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes):
     """Converts what is new in ``src``; updates ``entry`` (the file's state) after every committed chunk."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -226,9 +243,16 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                     except Exception as e:  # damaged lineage data: skip the record
                         mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
                 if last_wall is not None:
-                    value = summary.run_info({"source": "mindspore", "mindspore_lineage": lineage})
+                    values = [summary.run_info({"source": "mindspore", "mindspore_lineage": lineage})]
+                    # The hyperparameters again in TensorBoard's HParams format, for its HParams tab.
+                    if lineage.get("hparams"):
+                        try:
+                            values += summary.hparams_values(_hparams_of(lineage), start_time=last_wall)
+                        except Exception as e:  # the run information above still holds them
+                            mf.problem(mf.offset, "lineage hyperparameters not writable as an HParams summary "
+                                                  "(%s); left out" % ms_files._short(e))
                     frames.append(records.frame(event_pb2.Event(
-                        wall_time=last_wall, step=0, summary=summary_pb2.Summary(value=[value])).SerializeToString()))
+                        wall_time=last_wall, step=0, summary=summary_pb2.Summary(value=values)).SerializeToString()))
                     totals["events"] += 1
             else:
                 for offset, event in events:

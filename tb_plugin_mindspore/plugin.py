@@ -2,7 +2,8 @@
 
 Every JSON route answers JSON, errors included: ``{"error": {"code": int, "message": str}}`` with 400 for a
 malformed query, 404 for an unknown run or tag, 500 (logged) for anything unexpected. No route opens a file whose
-path comes from a request; static files are served from a fixed listing of the package's ``static/`` folder.
+path comes from a request; static files are served from a fixed listing of the package's ``static/`` folder. The
+``image`` route answers an image's bytes (from memory, as read from a summary file), its errors JSON like the rest.
 """
 
 import logging
@@ -95,6 +96,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/layers": self._serve_layers,
             "/histograms": self._serve_histograms,
             "/landscapes": self._serve_landscapes, "/landscape": self._serve_landscape,
+            "/run_info": self._serve_run_info,
+            "/media": self._serve_media, "/images": self._serve_images, "/image": self._serve_image,
+            "/tensors": self._serve_tensors,
         }
 
     def is_active(self):
@@ -226,3 +230,68 @@ class MindSporePlugin(base_plugin.TBPlugin):
         step = None if step in (None, "") else _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1)
         run, tag = _required(request, "run"), _required(request, "tag")
         return self._landscape_reader().landscape(ctx, eid, run, tag, step)
+
+    # -- run information and hyperparameters (reading/run_info.py) ---------------------------------------------------
+    def _ms_logdir(self):
+        return self._ms.ms if self._ms is not None else None
+
+    def _run_info_reader(self):
+        if getattr(self, "_run_infos", None) is None:
+            from .reading import run_info
+
+            self._run_infos = run_info.RunInfoReader(self._data_provider, self._ms_logdir())
+        return self._run_infos
+
+    @json_route
+    def _serve_run_info(self, request):
+        ctx, eid = self._ctx(request)
+        run = request.args.get("run")
+        if run is None:
+            return self._run_info_reader().all(ctx, eid)
+        return self._run_info_reader().one(ctx, eid, _required(request, "run"))
+
+    # -- images and tensors (reading/media.py) -------------------------------------------------------------------
+    def _media_reader(self):
+        if getattr(self, "_media", None) is None:
+            from .reading import media
+
+            self._media = media.MediaReader(self._data_provider, self._ms_logdir())
+        return self._media
+
+    @json_route
+    def _serve_media(self, request):
+        ctx, eid = self._ctx(request)
+        return self._media_reader().listing(ctx, eid, request.args.get("run") or None)
+
+    @json_route
+    def _serve_images(self, request):
+        ctx, eid = self._ctx(request)
+        run, tag = _required(request, "run"), _required(request, "tag")
+        return self._media_reader().images(ctx, eid, run, tag)
+
+    @wrappers.Request.application
+    def _serve_image(self, request):
+        """The image's bytes as they were written, with their mime type; errors as JSON like every route."""
+        try:
+            ctx, eid = self._ctx(request)
+            run, tag = _required(request, "run"), _required(request, "tag")
+            step = _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1)
+            if step is None:
+                raise errors.InvalidArgumentError("missing query parameter 'step'")
+            body, mime = self._media_reader().image(ctx, eid, run, tag, step)
+        except errors.PublicError as e:
+            return _respond_error(request, e.http_code, str(e))
+        except Exception as e:
+            logger.exception("mindspore plugin: %s failed", request.path)
+            return _respond_error(request, 500, "internal error in the MindSpore plugin: %s" % type(e).__name__)
+        return http_util.Respond(request, body, mime)
+
+    @json_route
+    def _serve_tensors(self, request):
+        from .reading import media
+
+        ctx, eid = self._ctx(request)
+        run, tag = _required(request, "run"), _required(request, "tag")
+        max_values = _int_arg(request, "max_values", media.DEFAULT_MAX_VALUES, 1, media.MAX_VALUES_LIMIT)
+        max_steps = _int_arg(request, "max_steps", media.DEFAULT_MAX_STEPS, 1, media.MAX_STEPS_LIMIT)
+        return self._media_reader().tensors(ctx, eid, run, tag, max_values=max_values, max_steps=max_steps)

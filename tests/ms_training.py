@@ -2,6 +2,9 @@
 
 import numpy as np
 
+# The hyperparameters the ``monitored_run`` fixture (tests/conftest.py) gives TrainMonitor.
+MONITORED_HPARAMS = {"lr": 0.05, "optimizer": "momentum", "hidden": 16, "warmup": False, "schedule": "piecewise"}
+
 
 def tiny_dataset(n=256, features=8, classes=3, batch=32, seed=0):
     import mindspore.dataset as ds
@@ -13,7 +16,7 @@ def tiny_dataset(n=256, features=8, classes=3, batch=32, seed=0):
     return ds.NumpySlicesDataset({"x": x, "y": y}, shuffle=False).batch(batch, drop_remainder=True)
 
 
-def train_tiny(logdir, epochs=4, lr=0.05, collect_freq=5, mode="graph", sink=False, seed=0):
+def train_tiny(logdir, epochs=4, lr=0.05, collect_freq=5, mode="graph", sink=False, seed=0, hparams=None):
     """Trains a 2-layer Dense classifier (8 steps per epoch) with MonitoredTrainCell + TrainMonitor into logdir."""
     import mindspore as ms
     from mindspore import nn
@@ -29,6 +32,6 @@ def train_tiny(logdir, epochs=4, lr=0.05, collect_freq=5, mode="graph", sink=Fal
     schedule = nn.piecewise_constant_lr([steps // 2, steps], [lr, lr / 10])
     optimizer = nn.Momentum(net.trainable_params(), learning_rate=schedule, momentum=0.9)
     model = Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
-    monitor = TrainMonitor(str(logdir), collect_freq=collect_freq)
+    monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, hparams=hparams)
     model.train(epochs, tiny_dataset(seed=seed), callbacks=[monitor], dataset_sink_mode=sink)
     return monitor

@@ -129,6 +129,36 @@ def test_converted_names_and_layout(ms_fixtures, converted):
     assert os.path.exists(os.path.join(out, conv.STATE_NAME))
 
 
+def test_lineage_hyperparameters_reach_tensorboards_hparams_tab(ms_fixtures, ms_logdir, converted):
+    """The lineage's hyperparameters are an HParams session start info that TensorBoard's own reading parses."""
+    from tensorboard.plugins.hparams import metadata as hparams_metadata
+
+    out, _ = converted
+    with_lineage = [run for run in ms_logdir.runs() if ms_logdir.lineage(run)]
+    assert with_lineage == ["collector", "landscape"]
+    for run in ms_logdir.runs():
+        acc = accumulate(os.path.join(out, run))
+        if run not in with_lineage:
+            assert hparams_metadata.SESSION_START_INFO_TAG not in acc.Tags()["tensors"]
+            continue
+        md = acc.SummaryMetadata(hparams_metadata.SESSION_START_INFO_TAG)
+        assert md.plugin_data.plugin_name == hparams_metadata.PLUGIN_NAME and md.data_class != 0
+        info = hparams_metadata.parse_session_start_info_plugin_data(md.plugin_data.content)
+        values = {name: getattr(v, v.WhichOneof("kind")) for name, v in info.hparams.items()}
+        assert values == ms_logdir.lineage(run)["hparams"]
+        assert info.start_time_secs == pytest.approx(ms_logdir.lineage(run)["wall_time"])
+    given = ms_fixtures.expected["collector"]["lineage"]
+    acc = accumulate(os.path.join(out, "collector"))
+    info = hparams_metadata.parse_session_start_info_plugin_data(
+        acc.SummaryMetadata(hparams_metadata.SESSION_START_INFO_TAG).plugin_data.content)
+    hp = info.hparams
+    assert hp["learning_rate"].number_value == pytest.approx(given["learning_rate"], rel=1e-7)
+    assert hp["batch_size"].number_value == given["batch_size"] and hp["epoch"].number_value == given["epoch"]
+    assert hp["optimizer"].string_value == given["optimizer"]
+    assert hp["loss_function"].string_value == given["loss_function"]
+    assert hp["note"].string_value == "fixture" and hp["seed"].number_value == 7
+
+
 def test_tbparse_reads_the_scalars(ms_logdir, converted):
     from tbparse import SummaryReader
 

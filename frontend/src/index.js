@@ -4,6 +4,8 @@ import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
 import { Dashboard } from "./views/dashboard.js";
 import { mountLandscapes } from "./views/landscapeView.js";
+import { mountMedia } from "./views/mediaView.js";
+import { mountRunInfo } from "./views/runInfoView.js";
 
 let dashboard = null;
 
@@ -26,5 +28,7 @@ export function render() {
   dashboard = new Dashboard(root);
   dashboard.start();
   mountLandscapes(dashboard); // the Loss landscape section, shown when a run has landscapes
+  mountRunInfo(dashboard); // hyperparameters, MindSpore lineage, run information
+  mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
   return dashboard;
 }

@@ -24,6 +24,8 @@ Usage (the plugin calls ``reload`` from one background thread and the accessors 
                                      #  "width", "height", "colorspace"}), ...]}
     logdir.landscapes(run, tags=None)
                                      # {tag: [(step, wall_time, landscape dict), ...]}, see ms_files.landscape_dict
+    logdir.steps(run, kind, tags=None)
+                                     # {tag: [(step, wall_time), ...]} of a kind but scalars, nothing decoded
     logdir.lineage(run)              # {"hparams": {...}, "user": {...}, "dataset_graph": {...}} or {}
     logdir.warnings(run)             # [{"file": path relative to the logdir, "offset": int, "reason": str}, ...]
     logdir.stats(run)                # {"files", "bytes_read", "records", "skipped", "pending_bytes", "graphs"}
@@ -549,6 +551,13 @@ class MsLogdir:
                     if wanted is None or tag in wanted:
                         out.setdefault(tag, []).extend(thinned.snapshot())
         return out
+
+    def steps(self, run, kind, tags=None):
+        """``{tag: [(step, wall_time), ...]}`` of the kept items of ``kind`` (``"histograms"``, ``"tensors"``,
+        ``"images"``, ``"landscapes"``), in the order the accessor of that kind returns them; nothing is decoded."""
+        if kind not in KINDS[1:]:
+            raise ValueError("unknown kind %r" % (kind,))
+        return {tag: [(step, wall) for step, wall, _ in items] for tag, items in self._series(run, kind, tags).items()}
 
     def histograms(self, run, tags=None, stats=False):
         """``{tag: [(step, wall_time, [[left, right, count], ...]), ...]}`` (with ``stats``, a 4th item: a dict)."""

@@ -66,14 +66,21 @@ def make_collector(out, expected):
             for p in net.trainable_params():
                 seen["params"].setdefault(p.name, []).append([step, p.asnumpy().astype(np.float64).ravel().tolist()])
 
+    custom = {"note": "fixture", "seed": 7}
     collector = SummaryCollector(
         run, collect_freq=1,
         collect_specified_data={"collect_input_data": False, "histogram_regular": ".*"},
-        custom_lineage_data={"note": "fixture", "seed": 7},
+        custom_lineage_data=custom,
         keep_default_action=True,
     )
-    model.train(2, _dataset(ds), callbacks=[collector, Watch()], dataset_sink_mode=False)
+    dataset = _dataset(ds)
+    model.train(2, dataset, callbacks=[collector, Watch()], dataset_sink_mode=False)
     expected["collector"] = seen
+    # What SummaryCollector was given, for its lineage file.
+    seen["lineage"] = {"learning_rate": 0.05, "epoch": 2, "batch_size": dataset.get_batch_size(),
+                       "optimizer": type(opt).__name__, "loss_function": type(loss_fn).__name__,
+                       "network": type(net).__name__, "custom": custom,
+                       "samples": dataset.get_dataset_size() * dataset.get_batch_size()}
 
 
 def make_record(out, expected):

@@ -1,0 +1,206 @@
+// The "Run info" section: per run, the hyperparameters (TrainMonitor's hparams, MindSpore lineage, HParams
+// summaries), what MindSpore's lineage says (network, loss, optimizer, dataset, user-defined data) and the basics of
+// our run information (MindSpore version, mode, collect_freq, rank). Shown only when a run has some; refreshed with
+// the dashboard.
+
+import css from "./runData.css?inline";
+import { el, clear } from "../dom.js";
+import { fetchRunInfos } from "../runDataApi.js";
+import { hparamRows, lineageSummary, runInfoBasics } from "./runDataModel.js";
+
+const SETTINGS_KEY = "tb-mindspore.runinfo.v1";
+const SOURCE_LABELS = {
+  run_info: "tb-mindspore run info",
+  hparams: "HParams summary",
+  lineage_file: "MindSpore lineage file",
+  converted_lineage: "MindSpore lineage (converted)",
+};
+
+export function injectRunDataStyles() {
+  if (document.getElementById("ms-rundata-styles")) return;
+  const style = document.createElement("style");
+  style.id = "ms-rundata-styles";
+  style.textContent = css;
+  document.head.appendChild(style);
+}
+
+function loadCollapsed(key) {
+  try {
+    return Boolean(JSON.parse(localStorage.getItem(key) || "{}").collapsed);
+  } catch (e) {
+    return false;
+  }
+}
+
+function saveCollapsed(key, collapsed) {
+  try {
+    localStorage.setItem(key, JSON.stringify({ collapsed }));
+  } catch (e) {
+    /* storage may be unavailable */
+  }
+}
+
+/** A collapsible section shell like the dashboard's: {element, body, count, setCollapsed}. */
+export function sectionShell({ testid, title, subtitle, settingsKey, extraClass }) {
+  let collapsed = loadCollapsed(settingsKey);
+  const count = el("span", { class: "ms-section-count", "data-testid": `${testid}-count` });
+  const body = el("div", { class: "ms-section-body", hidden: collapsed });
+  const toggle = el(
+    "button",
+    {
+      type: "button",
+      class: "ms-section-toggle",
+      "aria-expanded": String(!collapsed),
+      "data-testid": `${testid}-toggle`,
+      on: {
+        click: () => {
+          collapsed = !collapsed;
+          saveCollapsed(settingsKey, collapsed);
+          toggle.setAttribute("aria-expanded", String(!collapsed));
+          body.hidden = collapsed;
+        },
+      },
+    },
+    el("span", { class: "ms-chevron", "aria-hidden": "true" }),
+    el("span", { class: "ms-section-title", text: title }),
+    count,
+    el("span", { class: "ms-section-subtitle", text: subtitle }),
+  );
+  const element = el(
+    "section",
+    { class: `ms-section ${extraClass || ""}`, "data-testid": testid, "data-state": "loading", hidden: true },
+    el("h2", { class: "ms-section-header" }, toggle),
+    body,
+  );
+  return { element, body, count };
+}
+
+function factTable(rows, testid) {
+  return el(
+    "table",
+    { class: "ms-rd-facts", "data-testid": testid },
+    el(
+      "tbody",
+      {},
+      rows.map(([label, text]) => el("tr", { "data-key": label }, el("th", { text: label }), el("td", { text }))),
+    ),
+  );
+}
+
+function runCard(run, info) {
+  const rows = hparamRows(info);
+  const sources = el(
+    "div",
+    { class: "ms-rd-sources" },
+    info.sources.map((s) => el("span", { class: "ms-rd-badge", "data-source": s, text: SOURCE_LABELS[s] || s })),
+  );
+  const parts = [
+    el("div", { class: "ms-card-header" }, el("div", { class: "ms-card-titles" }, el("div", { class: "ms-card-title", "data-testid": "runinfo-run-name", text: run, title: run }))),
+    sources,
+  ];
+  if (rows.length) {
+    parts.push(el("div", { class: "ms-rd-subhead", text: "Hyperparameters" }));
+    parts.push(
+      el(
+        "table",
+        { class: "ms-rd-hparams", "data-testid": "runinfo-hparams" },
+        el("thead", {}, el("tr", {}, el("th", { text: "name" }), el("th", { text: "value" }), el("th", { text: "from" }))),
+        el(
+          "tbody",
+          {},
+          rows.map((r) =>
+            el(
+              "tr",
+              { "data-testid": "runinfo-hparam", "data-name": r.name, "data-value": JSON.stringify(r.value), "data-source": r.source },
+              el("td", { class: "ms-rd-name", text: r.name }),
+              el("td", { class: "ms-rd-value", text: r.text }),
+              el("td", { class: "ms-muted", text: r.source }),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+  const lineage = lineageSummary(info.lineage);
+  if (lineage) {
+    parts.push(el("div", { class: "ms-rd-subhead", text: "MindSpore lineage" }));
+    const facts = lineage.facts.slice();
+    if (lineage.dataset) facts.push(["Dataset pipeline", lineage.dataset]);
+    if (facts.length) parts.push(factTable(facts, "runinfo-lineage"));
+    if (lineage.metrics.length) {
+      parts.push(el("div", { class: "ms-rd-minor", text: "Evaluation metrics" }));
+      parts.push(factTable(lineage.metrics, "runinfo-metrics"));
+    }
+    if (lineage.user.length) {
+      parts.push(el("div", { class: "ms-rd-minor", text: "User-defined lineage (custom_lineage_data)" }));
+      parts.push(factTable(lineage.user, "runinfo-user"));
+    }
+  }
+  const basics = runInfoBasics(info.runInfo);
+  if (basics.length) {
+    parts.push(el("div", { class: "ms-rd-subhead", text: "Run" }));
+    parts.push(factTable(basics, "runinfo-basics"));
+  }
+  if (info.runInfo || info.lineage) {
+    const raw = { run_info: info.runInfo, lineage: info.lineage };
+    parts.push(
+      el(
+        "details",
+        { class: "ms-rd-raw" },
+        el("summary", { text: "Everything recorded (JSON)" }),
+        el("pre", { "data-testid": "runinfo-json", text: JSON.stringify(raw, null, 2) }),
+      ),
+    );
+  }
+  return el("div", { class: "ms-card ms-rd-card", "data-testid": "runinfo-card", "data-run": run, "data-sources": info.sources.join(" ") }, parts);
+}
+
+export class RunInfoSection {
+  constructor() {
+    injectRunDataStyles();
+    const shell = sectionShell({
+      testid: "runinfo-section",
+      title: "Run info",
+      subtitle: "Hyperparameters, MindSpore lineage and how each run was recorded",
+      settingsKey: SETTINGS_KEY,
+      extraClass: "ms-rd-section",
+    });
+    Object.assign(this, shell);
+    this.grid = el("div", { class: "ms-rd-grid", "data-testid": "runinfo-grid" });
+    this.body.append(this.grid);
+    this.signature = "";
+  }
+
+  async refresh() {
+    let infos;
+    try {
+      infos = await fetchRunInfos();
+    } catch (e) {
+      // An older server without the route, or a failed request: keep what is shown.
+      this.element.dataset.error = e && e.message ? e.message : String(e);
+      return;
+    }
+    const runs = Object.keys(infos).sort();
+    this.count.textContent = String(runs.length);
+    this.element.hidden = runs.length === 0;
+    this.element.dataset.state = runs.length ? "ready" : "empty";
+    this.element.dataset.runs = String(runs.length);
+    const signature = JSON.stringify(runs.map((r) => [r, infos[r]]));
+    if (signature === this.signature) return;
+    this.signature = signature;
+    clear(this.grid).append(...runs.map((r) => runCard(r, infos[r])));
+  }
+}
+
+/** Adds the section at the end of the dashboard's main column; refreshed when the dashboard refreshes. */
+export function mountRunInfo(dashboard) {
+  const section = new RunInfoSection();
+  const host = (dashboard && dashboard.main) || document.body;
+  host.appendChild(section.element);
+  section.refresh();
+  const app = dashboard && dashboard.app;
+  if (app && typeof MutationObserver !== "undefined") {
+    new MutationObserver(() => section.refresh()).observe(app, { attributes: true, attributeFilter: ["data-refresh-count"] });
+  }
+  return section;
+}

@@ -1,0 +1,121 @@
+// Unit tests of the pure modules of the "Run info" and "Images and tensors" sections (node --test test/).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { normalizeMedia, normalizeRunInfo } from "../src/runDataApi.js";
+import {
+  datasetChain,
+  formatNumber,
+  formatValue,
+  hparamRows,
+  lineageSummary,
+  multiIndex,
+  runInfoBasics,
+  tensorLayout,
+  tensorStatsText,
+} from "../src/views/runDataModel.js";
+
+test("values as text: float32 noise gone, integers whole, non-finite by name, objects as JSON", () => {
+  assert.equal(formatValue(0.05000000074505806), "0.05");
+  assert.equal(formatValue(16), "16");
+  assert.equal(formatValue(12345678901), "12345678901");
+  assert.equal(formatValue(1.5e-7), "1.5e-7");
+  assert.equal(formatValue(true), "true");
+  assert.equal(formatValue(null), "–");
+  assert.equal(formatValue("NaN"), "NaN");
+  assert.equal(formatValue("-Infinity"), "-Inf");
+  assert.equal(formatValue("Momentum"), "Momentum");
+  assert.equal(formatValue({ a: [1, 2] }), '{"a":[1,2]}');
+  assert.equal(formatNumber(Infinity), "+Inf");
+  assert.equal(formatNumber(-2.5), "-2.5");
+});
+
+test("hyperparameter rows are sorted by name and keep their source", () => {
+  const info = normalizeRunInfo({
+    run: "r",
+    sources: ["run_info", "hparams"],
+    hparams: { lr: 0.05, batch_size: 4, "<b>x</b>": "<i>y</i>" },
+    hparam_sources: { lr: "run_info", batch_size: "lineage" },
+  });
+  const rows = hparamRows(info);
+  assert.deepEqual(rows.map((r) => r.name), ["<b>x</b>", "batch_size", "lr"]);
+  assert.deepEqual(rows[2], { name: "lr", value: 0.05, text: "0.05", source: "run_info" });
+  assert.equal(rows[0].text, "<i>y</i>"); // shown as text by the view, never parsed
+  assert.equal(rows[0].source, "");
+  assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, lineage: null });
+});
+
+test("the lineage summary names network, loss, optimizer, dataset and user data", () => {
+  const summary = lineageSummary({
+    hparams: {
+      network: "Net",
+      loss_function: "SoftmaxCrossEntropyWithLogits",
+      optimizer: "Momentum",
+      learning_rate: 0.05000000074505806,
+      epoch: 2,
+      batch_size: 4,
+      train_dataset_size: 16,
+      "metric/accuracy": 0.75,
+      note: "fixture",
+    },
+    user: { seed: 7, note: "fixture" },
+    dataset_graph: { op_type: "Batch", children: [{ op_type: "Shuffle", children: [{ op_type: "GeneratorDataset", children: [] }] }] },
+  });
+  assert.deepEqual(summary.facts.slice(0, 4), [
+    ["Network", "Net"],
+    ["Loss function", "SoftmaxCrossEntropyWithLogits"],
+    ["Optimizer", "Momentum"],
+    ["Learning rate", "0.05"],
+  ]);
+  assert.deepEqual(summary.facts.slice(4), [["Epochs", "2"], ["Batch size", "4"], ["Train dataset size", "16"]]);
+  assert.deepEqual(summary.metrics, [["accuracy", "0.75"]]);
+  assert.deepEqual(summary.user, [["note", "fixture"], ["seed", "7"]]);
+  assert.equal(summary.dataset, "Batch ← Shuffle ← GeneratorDataset");
+  assert.equal(lineageSummary(null), null);
+  assert.equal(datasetChain({ op_type: "Zip", children: [{ op_type: "A" }, { op_type: "B" }] }), "Zip ← (2 inputs)");
+});
+
+test("run info basics: version, mode, collect_freq, rank of rank_size, sink mode", () => {
+  const rows = runInfoBasics({
+    mindspore_version: "2.10.0",
+    mode: "GRAPH_MODE",
+    collect_freq: 4,
+    rank: 1,
+    rank_size: 2,
+    dataset_sink_mode: false,
+    batch_size: 32,
+  });
+  assert.deepEqual(rows, [
+    ["MindSpore", "2.10.0"],
+    ["Mode", "GRAPH_MODE"],
+    ["collect_freq", "4"],
+    ["Rank", "1 of 2"],
+    ["Batch size", "32"],
+    ["Sink mode", "off"],
+  ]);
+  assert.deepEqual(runInfoBasics({ source: "mindspore" }), [["Written by", "MindSpore (converted by tb-mindspore convert)"]]);
+  assert.deepEqual(runInfoBasics(null), []);
+});
+
+test("tensor layout: a grid for small complete 1-D / 2-D tensors, an indexed list otherwise", () => {
+  const grid = tensorLayout([2, 3], [1, "NaN", 3, 4, 5, 6], false);
+  assert.equal(grid.kind, "grid");
+  assert.deepEqual(grid.rows, [[1, "NaN", 3], [4, 5, 6]]);
+  assert.deepEqual(tensorLayout([3], [1, 2, 3], false).rows, [[1, 2, 3]]);
+  assert.deepEqual(tensorLayout([], [7], false).rows, [[7]]);
+  const list = tensorLayout([2, 3, 4], [0, 1, 2, 3, 4], true);
+  assert.equal(list.kind, "list");
+  assert.deepEqual(list.rows[4], ["[0, 1, 0]", 4]);
+  assert.equal(tensorLayout([2, 3], [1, 2, 3, 4], true).kind, "list"); // truncated: no grid
+  assert.equal(tensorLayout([1, 40], new Array(40).fill(0), false).kind, "list"); // too wide
+  assert.equal(multiIndex(23, [2, 3, 4]), "[1, 2, 3]");
+  assert.equal(multiIndex(0, []), "[]");
+});
+
+test("tensor statistics line and media listing normalization", () => {
+  const text = tensorStatsText({ shape: [2, 3], dtype: "float32", size: 6, min: -2.5, max: 4, mean: 0.8333333333, nan: 1, pos_inf: 1, neg_inf: 0 });
+  assert.equal(text, "shape [2, 3] · float32 · 6 values · min -2.5 · max 4 · mean 0.8333333 · 1 NaN, 1 +Inf");
+  assert.equal(tensorStatsText({ shape: [0], dtype: "float32", size: 0, min: null }), "shape [0] · float32 · 0 values");
+  const media = normalizeMedia({ runs: { r: { images: [{ tag: "pic", count: "5", max_step: 5 }] } } });
+  assert.deepEqual(media, { r: { images: [{ tag: "pic", display_name: "pic", count: 5, max_step: 5, source: "" }], tensors: [] } });
+});
