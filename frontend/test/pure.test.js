@@ -296,3 +296,19 @@ test("partial tiers name the TrainMonitor option that records what is missing", 
   assert.equal(partialHint("diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
   assert.match(partialHint("diagnostic", ["diagnostic/layer_weight_norm"]), /eval_dataset/);
 });
+
+// ---- heatmap step band (a health finding on a per-layer tag) ----
+import { columnRange } from "../src/chart/layerTree.js";
+
+test("columnRange maps a step range onto heatmap columns", () => {
+  const steps = [10, 20, 30, 40, 50];
+  assert.deepEqual(columnRange(steps, 20, 40), [1, 3]);
+  assert.deepEqual(columnRange(steps, 14, 14), [1, 1]); // between two points: the column that holds it
+  assert.deepEqual(columnRange(steps, 31, 45), [3, 4]);
+  assert.deepEqual(columnRange(steps, 1, 5), [0, 0]);
+  assert.deepEqual(columnRange(steps, 45, 1000), [4, 4]);
+  assert.deepEqual(columnRange(steps, 10, 50), [0, 4]);
+  assert.equal(columnRange(steps, 51, 60), null); // after the last column
+  assert.equal(columnRange(steps, 40, 20), null);
+  assert.equal(columnRange([], 1, 2), null);
+});

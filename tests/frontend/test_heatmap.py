@@ -207,3 +207,46 @@ def screenshot_path(name):
 
     os.makedirs(ARTIFACTS, exist_ok=True)
     return os.path.join(ARTIFACTS, name)
+
+
+def test_health_finding_on_a_layer_tag_shades_its_steps_on_the_heatmap(page, heatmap_server):
+    """The head's update ratio (0.3) is a layer_too_fast finding on debug/update_ratio; clicking it in the Health
+    panel outlines the heatmap and shades the finding's steps on the run's map, and only on that run's."""
+    from tb_harness import fetch_json
+
+    base, _ = heatmap_server
+    report = fetch_json(base + "/data/plugin/mindspore/health?run=run_a")
+    (finding,) = [f for f in report["runs"][0]["findings"] if f["rule"] == "layer_too_fast"]
+    assert finding["tag"] == "debug/update_ratio" and "head.weight" in finding["message"]
+    first, last = finding["steps"]
+    frame = open_panel(page, base)
+    frame.wait_for_selector('[data-testid=health-panel][data-state=ready]', timeout=60000)
+    if frame.get_attribute("[data-testid=health-toggle]", "aria-expanded") != "true":
+        frame.click("[data-testid=health-toggle]")
+    sel = ('[data-testid=health-run][data-run="run_a"] [data-testid=health-finding][data-rule=layer_too_fast] '
+           'button')
+    frame.click(sel)
+    frame.wait_for_function(
+        "(sel) => document.querySelector(sel + ' [data-testid=heatmap-band]') !== null",
+        arg=PANEL + ' [data-testid=heatmap][data-run="run_a"]', timeout=30000)
+    assert frame.get_attribute(PANEL, "data-highlight") == "%d-%d" % (first, last)
+    maps = {m["run"]: m for m in frame.eval_on_selector_all(PANEL + " [data-testid=heatmap]",
+                                                           "(ms) => ms.map((m) => ({...m.dataset}))")}
+    # Steps 1..STEPS are the columns 0..STEPS-1: the band covers exactly the finding's steps.
+    assert maps["run_a"]["highlightCols"] == "%d-%d" % (first - 1, last - 1)
+    band = frame.eval_on_selector(PANEL + ' [data-testid=heatmap][data-run="run_a"] [data-testid=heatmap-band]',
+                                  "(b) => { const r = b.getBoundingClientRect(), c = b.parentNode"
+                                  ".querySelector('canvas').getBoundingClientRect();"
+                                  " return [r.left - c.left, r.width, c.width]; }")
+    left, width, canvas = band
+    assert abs(left - (first - 1) / STEPS * canvas) <= 1.5
+    assert abs(width - (last - first + 1) / STEPS * canvas) <= 1.5
+    # The band is on run_a's map only (the finding is run_a's).
+    assert frame.query_selector(PANEL + ' [data-testid=heatmap][data-run="run_b"] [data-testid=heatmap-band]') is None
+    # run_b's finding moves the band to run_b's map.
+    frame.click('[data-testid=health-run][data-run="run_b"] [data-testid=health-finding][data-rule=layer_too_fast] '
+                'button')
+    frame.wait_for_selector(PANEL + ' [data-testid=heatmap][data-run="run_b"] [data-testid=heatmap-band]',
+                            timeout=10000)
+    assert frame.query_selector(PANEL + ' [data-testid=heatmap][data-run="run_a"] [data-testid=heatmap-band]') is None
+    assert page.console_errors == [], page.console_errors

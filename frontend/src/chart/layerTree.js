@@ -229,3 +229,26 @@ export function aggregateRow(values, missing, cols, members, scale) {
   }
   return { values: outV, missing: outM };
 }
+
+/**
+ * The columns of a heatmap that hold the step range ``[from, to]``: ``[first, last]`` (inclusive), or null when the
+ * range lies after the last column. ``steps`` are the columns' steps, increasing; a column of merged steps is
+ * labelled with its last step, so a column holds the steps after the previous column's up to its own.
+ */
+export function columnRange(steps, from, to) {
+  const n = steps ? steps.length : 0;
+  if (!n || !(from <= to)) return null;
+  const firstAtOrAfter = (step) => {
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (steps[mid] < step) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const first = firstAtOrAfter(from);
+  if (first === n) return null;
+  return [first, Math.min(firstAtOrAfter(to), n - 1)];
+}

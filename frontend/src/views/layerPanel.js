@@ -7,7 +7,7 @@ import { fetchLayer, fetchLayers } from "../api.js";
 import { RATIO_FAST, RATIO_SLOW, SPECIAL_COLORS, makeScale } from "../chart/colorScale.js";
 import { formatStep, formatValue } from "../chart/format.js";
 import { HeatmapCanvas } from "../chart/heatmap.js";
-import { aggregateRow, buildTree, layerStats, treeDepth, visibleRows } from "../chart/layerTree.js";
+import { aggregateRow, buildTree, columnRange, layerStats, treeDepth, visibleRows } from "../chart/layerTree.js";
 import { LineChart } from "../chart/lineChart.js";
 import { el, clear } from "../dom.js";
 
@@ -351,7 +351,8 @@ export class LayerPanel {
         drawMs: ms.toFixed(1),
         state: "drawn",
       });
-      const entry = { run: s.run, color: s.color, d: s.d, hm, rowData, host };
+      const entry = { run: s.run, color: s.color, d: s.d, hm, rowData, host, canvasHost, width };
+      this.drawBand(entry);
       hm.canvas.addEventListener("mousemove", (ev) => this.onHover(entry, ev));
       hm.canvas.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
       hm.canvas.addEventListener("click", (ev) => {
@@ -367,6 +368,50 @@ export class LayerPanel {
       drawMs: drawMs.toFixed(1),
       renderMs: (performance.now() - t0).toFixed(1),
     });
+  }
+
+  /** Shades the step range ``steps`` ([from, to]) on the heatmap of ``run`` (every run's when null); null clears. */
+  highlight(steps, run = null) {
+    this.highlighted = steps ? { steps, run } : null;
+    if (steps) {
+      this.element.dataset.highlight = `${steps[0]}-${steps[1]}`;
+      this.element.dataset.highlightRun = run || "";
+    } else {
+      delete this.element.dataset.highlight;
+      delete this.element.dataset.highlightRun;
+    }
+    this.element.classList.toggle("ms-highlighted", Boolean(steps));
+    if (steps && run && run !== this.primary && run !== this.compare && this.runs.some((r) => r.run === run)) {
+      // The finding's run is not on screen: show it (the band is drawn with the new maps).
+      this.primary = run;
+      this.fillRunSelects();
+      if (this.active) this.update();
+      return;
+    }
+    for (const entry of this.heatmaps || []) this.drawBand(entry);
+  }
+
+  drawBand(entry) {
+    const old = entry.canvasHost.querySelector(".ms-heatmap-band");
+    if (old) old.remove();
+    delete entry.host.dataset.highlightCols;
+    const h = this.highlighted;
+    if (!h || (h.run && h.run !== entry.run)) return;
+    const cols = columnRange(entry.d.steps, h.steps[0], h.steps[1]);
+    if (!cols) {
+      entry.host.dataset.highlightCols = "outside";
+      return;
+    }
+    const n = entry.d.cols;
+    const left = (cols[0] / n) * entry.width;
+    const width = Math.max(2, ((cols[1] - cols[0] + 1) / n) * entry.width);
+    entry.host.dataset.highlightCols = `${cols[0]}-${cols[1]}`;
+    entry.canvasHost.append(el("div", {
+      class: "ms-heatmap-band",
+      "data-testid": "heatmap-band",
+      title: `steps ${formatStep(h.steps[0])}\u2013${formatStep(h.steps[1])}`,
+      style: { left: `${left}px`, width: `${width}px` },
+    }));
   }
 
   renderLabels(rows, rowH) {
