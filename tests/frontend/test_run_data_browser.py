@@ -191,6 +191,14 @@ def test_run_info_shows_lineage_and_train_monitor_hparams(page, server, fixtures
     assert card.query_selector("[data-testid=runinfo-lineage]") is None
     frame.query_selector("[data-testid=runinfo-card][data-run=collector]").scroll_into_view_if_needed()
     screenshot(page, "run_data_run_info.png")
+    # The section follows the run list's checkboxes: an unchecked run's card goes, and comes back.
+    unchecked = '[data-testid=run-item][data-run="monitored"] [data-testid=run-checkbox]'
+    frame.click(unchecked)
+    frame.wait_for_selector("[data-testid=runinfo-card][data-run=monitored]", state="detached", timeout=10000)
+    assert frame.query_selector("[data-testid=runinfo-card][data-run=collector]") is not None
+    assert " of " in frame.inner_text("[data-testid=runinfo-section-count]")
+    frame.click(unchecked)
+    frame.wait_for_selector("[data-testid=runinfo-card][data-run=monitored]", timeout=10000)
     assert page.console_errors == []
     assert_same_origin(page, server)
 

@@ -164,7 +164,7 @@ export class Dashboard {
         this.settings.deselectedRuns = [...this.deselected];
         this.persist();
         this.redrawAll();
-        this.healthPanel.setRuns(this.runSelector.visibleRuns());
+        this.visibleRunsChanged();
       },
     });
     this.sidebar = el("aside", { class: "ms-sidebar", "data-testid": "sidebar" }, this.settingsPanel.element, this.runSelector.element);
@@ -306,12 +306,20 @@ export class Dashboard {
     this.banner.hidden = !text;
   }
 
+  /** The runs checked in the run selector changed (or the run list did): the Health panel follows, and the
+   * sections mounted beside the dashboard hear an "ms-visible-runs" event on the app element. */
+  visibleRunsChanged() {
+    const visible = this.runSelector.visibleRuns();
+    this.healthPanel.setRuns(visible);
+    this.app.dispatchEvent(new CustomEvent("ms-visible-runs", { detail: visible }));
+  }
+
   setRuns(runs) {
     const same = runs.length === this.runs.length && runs.every((r, i) => r === this.runs[i]);
     this.runs = runs;
     const colors = this.colors.update(runs);
     if (!same) this.runSelector.setRuns(runs, colors);
-    this.healthPanel.setRuns(this.runSelector.visibleRuns());
+    this.visibleRunsChanged();
     this.store.retain((run, tag) => runs.includes(run) && this.tagIndex.has(tag));
     this.app.dataset.requests = String(this.store.requests);
   }

@@ -156,7 +156,10 @@ function runCard(run, info) {
 }
 
 export class RunInfoSection {
-  constructor() {
+  /** ``visibleRuns()``: the runs checked in the dashboard's run selector (all runs when null). */
+  constructor(visibleRuns = null) {
+    this.visibleRuns = visibleRuns;
+    this.infos = {};
     injectRunDataStyles();
     const shell = sectionShell({
       testid: "runinfo-section",
@@ -180,25 +183,39 @@ export class RunInfoSection {
       this.element.dataset.error = e && e.message ? e.message : String(e);
       return;
     }
-    const runs = Object.keys(infos).sort();
-    this.count.textContent = String(runs.length);
-    this.element.hidden = runs.length === 0;
-    this.element.dataset.state = runs.length ? "ready" : "empty";
+    this.infos = infos;
+    this.render();
+  }
+
+  /** Cards for the runs that have run info and are checked in the run selector. */
+  render() {
+    const infos = this.infos;
+    const visible = this.visibleRuns ? new Set(this.visibleRuns()) : null;
+    const all = Object.keys(infos).sort();
+    const runs = visible ? all.filter((r) => visible.has(r)) : all;
+    this.count.textContent = runs.length === all.length ? String(runs.length) : `${runs.length} of ${all.length}`;
+    this.element.hidden = all.length === 0;
+    this.element.dataset.state = all.length ? "ready" : "empty";
     this.element.dataset.runs = String(runs.length);
     const signature = JSON.stringify(runs.map((r) => [r, infos[r]]));
     if (signature === this.signature) return;
     this.signature = signature;
     clear(this.grid).append(...runs.map((r) => runCard(r, infos[r])));
+    if (!runs.length && all.length) {
+      this.grid.append(el("div", { class: "ms-muted", "data-testid": "runinfo-none-checked", text: "The runs with run info are unchecked in the run list." }));
+    }
   }
 }
 
 /** Adds the section at the end of the dashboard's main column; refreshed when the dashboard refreshes. */
 export function mountRunInfo(dashboard) {
-  const section = new RunInfoSection();
+  const selector = dashboard && dashboard.runSelector;
+  const section = new RunInfoSection(selector ? () => selector.visibleRuns() : null);
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
   section.refresh();
   const app = dashboard && dashboard.app;
+  if (app) app.addEventListener("ms-visible-runs", () => section.render());
   if (app && typeof MutationObserver !== "undefined") {
     new MutationObserver(() => section.refresh()).observe(app, { attributes: true, attributeFilter: ["data-refresh-count"] });
   }
