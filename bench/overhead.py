@@ -17,13 +17,17 @@ repetition) in one process:
   ``collect_specified_data={"histogram_regular": ".*weight.*"}`` (the configuration the seed article recommends);
 * ``loss_monitor``: MindSpore's ``LossMonitor(1)`` (its printing goes to /dev/null).
 
-Each configuration builds its model once and compiles it (and the monitors' own small graphs) in a short warm-up
-run, then trains ``--reps`` times for ``--warmup`` + ``--steps`` steps (a new callback object each time, as a user
-would); the step time of a repetition is the wall time of its last ``--steps`` steps divided by ``--steps``, all
-monitoring work included. The ratio of a configuration is its step time over the ``none`` step time of the same
-repetition; the reported figure is the median over repetitions (``min_ratio``: ratio of the fastest runs, the
-figure least disturbed by other load on a shared machine; ``cpu_ratio``: the same with this process's CPU time,
-which other load hardly changes, but which leaves out SummaryCollector's writer processes).
+Each repetition builds every configuration's model anew and compiles it (and the monitors' own small graphs) in a
+short warm-up run (two identical models differ in speed by a few percent on a virtual machine, a bias that would
+never average out with one model per configuration), then trains each for ``--warmup`` + ``--steps`` steps, in a
+new random order (seeded), SummaryCollector last and its writer processes waited for; a new callback object each
+time, as a user would. The step time of a run is the wall time of its last ``--steps`` steps divided by
+``--steps``, all monitoring work included. The ratio of a configuration is its step time over the ``none`` step
+time of the same repetition; the reported figure is the median over repetitions. Also reported: ``min_ratio``
+(ratio of the fastest runs), ``cpu_ratio`` (the same with this process's CPU time, which leaves out
+SummaryCollector's writer processes), ``vs_cell_only`` (the monitored configurations over ``cell_only``: the
+callback's cost alone) and ``hook_share`` (share of the timed wall time spent inside ``TrainMonitor``'s step hooks
+on the training thread).
 
 Do not edit the package's source files while this runs: MindSpore reads a cell's source when it compiles it.
 
@@ -227,16 +231,15 @@ def main(argv=None):
         return ds.NumpySlicesDataset({"tokens": tokens, "label": labels}, shuffle=False).batch(
             DEMO_CONFIG["batch"], drop_remainder=True)
 
-    print("building and compiling %d configurations ..." % len(configs), flush=True)
-    models = {}
-    for config in configs:
-        started = time.perf_counter()
-        models[config] = _build(config)
-        # One short run compiles the graph (and, for the callbacks, their own small graphs).
+    def build(config, rep):
+        """A new model for ``config``, compiled by a short run (the callbacks' own small graphs too)."""
+        model = _build(config)
         with _quiet_stdout(config == "loss_monitor"), _Watchdog(120.0):
-            models[config].train(1, dataset().take(3), callbacks=_callbacks(config, out_dir, -1, warm=True),
-                                 dataset_sink_mode=False)
-        print("  %-18s compiled in %.1f s" % (config, time.perf_counter() - started), flush=True)
+            model.train(1, dataset().take(3), callbacks=_callbacks(config, out_dir, -1 - rep, warm=True),
+                        dataset_sink_mode=False)
+        if config == "summary_collector":
+            _wait_for_children()
+        return model
 
     times = {c: [] for c in configs}
     cpu = {c: [] for c in configs}
@@ -249,6 +252,12 @@ def main(argv=None):
         order = [c for c in configs if c != "summary_collector"]
         shuffler.shuffle(order)
         order += [c for c in configs if c == "summary_collector"]
+        # Every repetition builds and compiles its models anew: two identical models differ in speed by a few
+        # percent on this kind of machine (memory placement), a bias that would never average out otherwise.
+        started = time.perf_counter()
+        models = {config: build(config, rep) for config in order}
+        print("  rep %d  built and compiled %d models in %.1f s" % (rep + 1, len(order), time.perf_counter() - started),
+              flush=True)
         for config in order:
             clock = _Clock(args.warmup)
             # SummaryCollector runs take about 2.5x the reference: 8x means it hangs.
