@@ -25,8 +25,8 @@ from mindspore import nn, ops, Parameter, Tensor
 
 from ._util import host_learning_rates
 from .monitor import TrainMonitor
-from .train_cell import (_N_ROWS, _empty_stats, grouped_square_sum, interval_update, norm_groups,
-                         per_param_square_sums, shape_classes)
+from .train_cell import (_N_ROWS, _empty_stats, class_square_sums, grouped_square_sum, interval_update,
+                         layer_norm_plan, norm_groups)
 
 __all__ = ["LoopMonitor"]
 
@@ -50,7 +50,12 @@ class _LoopStats(nn.Cell):
 
     @ms.jit
     def construct(self, loss, grads):
-        if self._has_grads:
+        layer = None
+        if self._has_grads and self._layer_idx:
+            sums = class_square_sums(grads, self._layer_classes)       # one pass serves both norms
+            grad_norm = ops.sqrt(ops.reduce_sum(sums))
+            layer = ops.sqrt(ops.gather(sums, self._layer_order, 0))
+        elif self._has_grads:
             grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
         else:
             grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
@@ -58,7 +63,6 @@ class _LoopStats(nn.Cell):
         token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
         token = ops.depend(token, ops.assign(self.tbms_last, values))
         if self._has_grads and self._layer_idx:
-            layer = ops.sqrt(per_param_square_sums(grads, self._layer_classes, self._layer_order))
             token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
         return token
 
@@ -79,7 +83,7 @@ class _Source:
         if self._started or not self.stats._has_grads:
             return False
         self.stats._layer_idx = indices
-        self.stats._layer_classes, self.stats._layer_order = shape_classes(self.stats._shapes, indices)
+        self.stats._layer_classes, self.stats._layer_order = layer_norm_plan(self.stats._shapes, indices)
         self.stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
                                                name="tbms_loop_layer_grad", requires_grad=False)
         return True

@@ -131,8 +131,8 @@ def shape_classes(shapes, indices, limit=NORM_GROUP_ELEMENTS):
     return tuple(classes), order
 
 
-def per_param_square_sums(grads, classes, order):
-    """Sum of squares of each parameter of :func:`shape_classes`, in the order of its ``indices``. In the graph."""
+def class_square_sums(grads, classes):
+    """Sum of squares of each parameter of ``classes`` (from :func:`shape_classes`), in class order. In the graph."""
     parts = []
     for members in classes:
         if len(members) == 1:
@@ -141,8 +141,24 @@ def per_param_square_sums(grads, classes, order):
             stacked = ops.stack([ops.cast(grads[i], ms.float32) for i in members])
             axes = tuple(range(1, stacked.ndim))
             parts.append(ops.reduce_sum(stacked * stacked, axes) if axes else stacked * stacked)
-    sums = parts[0] if len(parts) == 1 else ops.concat(parts)
-    return ops.gather(sums, order, 0)
+    return parts[0] if len(parts) == 1 else ops.concat(parts)
+
+
+def per_param_square_sums(grads, classes, order):
+    """Sum of squares of each parameter of :func:`shape_classes`, in the order of its ``indices``. In the graph."""
+    return ops.gather(class_square_sums(grads, classes), order, 0)
+
+
+def layer_norm_plan(shapes, indices):
+    """``(classes, order)`` for the square sums of *every* parameter, ``order`` picking out ``indices``.
+
+    With per-layer gradient norms asked for, every parameter's square sum is computed once (by shape class) and the
+    global norm is their total: one pass over the gradients instead of two (grouped for the global norm and by
+    class for the layers).
+    """
+    classes, order = shape_classes(shapes, range(len(shapes)))
+    picked = order.asnumpy()[np.asarray(indices, np.int64)] if len(indices) else np.zeros((0,), np.int32)
+    return classes, Tensor(picked.astype(np.int32))
 
 
 def _empty_stats():
@@ -242,14 +258,24 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             return ops.cast(opt.learning_rate(step), ms.float32).reshape((1,))
         return ops.cast(opt.learning_rate, ms.float32).reshape((1,))
 
-    def _grad_norm(self, grads):
-        """Global L2 norm of the gradients (of the loss itself: ``sens`` divided out)."""
-        grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
+    def _grad_norms(self, grads):
+        """``(global_norm, layer_norms)``: L2 norms of the gradients of the loss itself (``sens`` divided out).
+
+        ``layer_norms`` (the tracked parameters' norms) is the global norm when no layers are tracked (unused).
+        """
+        if self._layer_idx:
+            sums = class_square_sums(grads, self._layer_classes)
+            grad_norm = ops.sqrt(ops.reduce_sum(sums))
+            layer = ops.sqrt(ops.gather(sums, self._layer_order, 0))
+        else:
+            grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
+            layer = grad_norm
         if not self._unit_sens:
             grad_norm = grad_norm * self._inv_sens
-        return grad_norm
+            layer = layer * self._inv_sens
+        return grad_norm, layer
 
-    def _record_step(self, loss, grads, grad_norm, lr):
+    def _record_step(self, loss, layer, grad_norm, lr):
         """Updates the tbms_ Parameters; returns a token to depend on.
 
         Called after the optimizer in program order: these writes must not make the optimizer's parameter updates
@@ -259,9 +285,6 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
         token = ops.depend(token, ops.assign(self.tbms_last, ops.concat((values, lr))))
         if self._layer_idx:
-            layer = ops.sqrt(per_param_square_sums(grads, self._layer_classes, self._layer_order))
-            if not self._unit_sens:
-                layer = layer * self._inv_sens
             token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
         return token
 
@@ -280,9 +303,9 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             grads = self.grad(self.network, self.weights)(*inputs, sens)
         grads = self.grad_reducer(grads)
         lr = self._applied_lr()                  # before the optimizer moves global_step
-        grad_norm = self._grad_norm(grads)
+        grad_norm, layer = self._grad_norms(grads)
         loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        return ops.depend(loss, self._record_step(loss, grads, grad_norm, lr))
+        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr))
 
     def track_layer_grad_norms(self, indices):
         """Also keep the gradient norm of ``self.weights[i]`` for each ``i`` (``tbms_layer_grad``).
@@ -296,7 +319,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         if ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache:
             return False
         self._layer_idx = indices
-        self._layer_classes, self._layer_order = shape_classes([p.shape for p in self.weights], indices)
+        self._layer_classes, self._layer_order = layer_norm_plan([p.shape for p in self.weights], indices)
         self.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
                                          name="tbms_layer_grad", requires_grad=False)
         return True
@@ -361,13 +384,13 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         grads = self.hyper_map(ops.partial(_unscale_grad, scaling_sens), grads)
         grads = self.grad_reducer(grads)
         lr = self._applied_lr()
-        grad_norm = self._grad_norm(grads)
+        grad_norm, layer = self._grad_norms(grads)
         # Overflow = a non-finite gradient, read off the global norm already computed (works on every device).
         cond = ops.logical_not(ops.isfinite(grad_norm))
         overflow = self.process_loss_scale(cond)
         if not overflow:
             loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        token = self._record_step(loss, grads, grad_norm, lr)
+        token = self._record_step(loss, layer, grad_norm, lr)
         scale_state = ops.stack((ops.cast(scaling_sens, ms.float32).reshape(()),
                                  self.tbms_loss_scale[1] + ops.cast(cond, ms.float32).reshape(())))
         token = ops.depend(token, ops.assign(self.tbms_loss_scale, scale_state))

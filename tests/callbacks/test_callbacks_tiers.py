@@ -140,6 +140,9 @@ def test_layer_grad_norms_match_hand_computation(mode):
     cell(x, t)
     expected = [float(np.linalg.norm(grads[i].asnumpy())) for i in (0, 2, 3)]
     assert cell.layer_grad_norms().tolist() == pytest.approx(expected, rel=1e-5)
+    # With layers tracked, the global norm comes from the same per-parameter sums: still over every gradient.
+    global_norm = float(np.sqrt(sum(float((g.asnumpy().astype(np.float64) ** 2).sum()) for g in grads)))
+    assert float(cell.read_and_reset()[1][1]) == pytest.approx(global_norm, rel=1e-5)
     if mode == "graph":
         assert not cell.track_layer_grad_norms([1])     # too late: the step is compiled
     else:
