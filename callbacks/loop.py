@@ -25,8 +25,7 @@ from mindspore import nn, ops, Parameter, Tensor
 
 from ._util import host_learning_rates
 from .monitor import TrainMonitor
-from .train_cell import (_N_ROWS, _empty_stats, class_square_sums, grouped_square_sum, interval_update,
-                         layer_norm_plan, norm_groups)
+from .train_cell import _N_ROWS, _empty_stats, grad_norms, interval_update, layer_norm_plan, norm_groups
 
 __all__ = ["LoopMonitor"]
 
@@ -51,12 +50,8 @@ class _LoopStats(nn.Cell):
     @ms.jit
     def construct(self, loss, grads):
         layer = None
-        if self._has_grads and self._layer_idx:
-            sums = class_square_sums(grads, self._layer_classes)       # one pass serves both norms
-            grad_norm = ops.sqrt(ops.reduce_sum(sums))
-            layer = ops.sqrt(ops.gather(sums, self._layer_order, 0))
-        elif self._has_grads:
-            grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
+        if self._has_grads:
+            grad_norm, layer = grad_norms(grads, self._groups, self._layer_classes, self._layer_order)
         else:
             grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
         values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))

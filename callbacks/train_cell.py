@@ -161,6 +161,18 @@ def layer_norm_plan(shapes, indices):
     return classes, Tensor(picked.astype(np.int32))
 
 
+def grad_norms(grads, groups, layer_classes, layer_order):
+    """``(global_norm, layer_norms)`` of ``grads`` in one pass over them. In the graph.
+
+    ``layer_norms`` (the parameters picked by :func:`layer_norm_plan`) is None when ``layer_classes`` is empty;
+    then the global norm uses the cheaper grouped reduction of :func:`norm_groups`.
+    """
+    if layer_classes:
+        sums = class_square_sums(grads, layer_classes)
+        return ops.sqrt(ops.reduce_sum(sums)), ops.sqrt(ops.gather(sums, layer_order, 0))
+    return ops.sqrt(grouped_square_sum(grads, groups)), None
+
+
 def _empty_stats():
     row = np.array([np.inf, -np.inf, 0.0, 0.0, 0.0], dtype=np.float32)
     return np.tile(row, (_N_ROWS, 1))
@@ -259,20 +271,13 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         return ops.cast(opt.learning_rate, ms.float32).reshape((1,))
 
     def _grad_norms(self, grads):
-        """``(global_norm, layer_norms)``: L2 norms of the gradients of the loss itself (``sens`` divided out).
-
-        ``layer_norms`` (the tracked parameters' norms) is the global norm when no layers are tracked (unused).
-        """
-        if self._layer_idx:
-            sums = class_square_sums(grads, self._layer_classes)
-            grad_norm = ops.sqrt(ops.reduce_sum(sums))
-            layer = ops.sqrt(ops.gather(sums, self._layer_order, 0))
-        else:
-            grad_norm = ops.sqrt(grouped_square_sum(grads, self._groups))
-            layer = grad_norm
+        """``(global_norm, layer_norms)`` of the gradients of the loss itself (``sens`` divided out); see
+        :func:`grad_norms`."""
+        grad_norm, layer = grad_norms(grads, self._groups, self._layer_classes, self._layer_order)
         if not self._unit_sens:
             grad_norm = grad_norm * self._inv_sens
-            layer = layer * self._inv_sens
+            if self._layer_idx:
+                layer = layer * self._inv_sens
         return grad_norm, layer
 
     def _record_step(self, loss, layer, grad_norm, lr):

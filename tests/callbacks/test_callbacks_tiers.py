@@ -151,6 +151,22 @@ def test_layer_grad_norms_match_hand_computation(mode):
         assert cell.layer_grad_norms().shape == (1,)
 
 
+def test_layer_grad_norms_divide_out_sens():
+    """With ``sens`` != 1 the backpropagated gradient is scaled; both recorded norms describe the loss's own."""
+    net = dense_net(out=1, seed=2)
+    rs = np.random.RandomState(4)
+    x, t = Tensor(rs.randn(16, 4).astype(np.float32)), Tensor(rs.randn(16, 1).astype(np.float32))
+    loss_net = nn.WithLossCell(net, nn.MSELoss())
+    grads = [g.asnumpy().astype(np.float64) for g in ms.value_and_grad(loss_net, None, net.trainable_params())(x, t)[1]]
+    cell = MonitoredTrainCell(loss_net, nn.SGD(net.trainable_params(), learning_rate=0.01), sens=8.0)
+    assert cell.track_layer_grad_norms([1, 3])
+    cell.set_train()
+    cell(x, t)
+    assert cell.layer_grad_norms().tolist() == pytest.approx([np.linalg.norm(grads[i]) for i in (1, 3)], rel=1e-5)
+    global_norm = float(np.sqrt(sum((g ** 2).sum() for g in grads)))
+    assert float(cell.read_and_reset()[1][1]) == pytest.approx(global_norm, rel=1e-5)
+
+
 def test_layer_selection_regex_and_bound():
     from tb_mindspore_callbacks.demo import build_model
 
