@@ -5,6 +5,7 @@ side by side, hostile layer names as text, the distribution view, and batched sc
 import math
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_helpers import assert_same_origin, open_tab, screenshot, wait_drawn
 from heatmap_data import HOSTILE_LAYER, STEPS, layer_names, ratio, write_heatmap_runs
@@ -42,19 +43,32 @@ def row_index(frame, layer, panel=PANEL):
 
 
 def hover_cell(page, frame, row, col, run_index=0, panel=PANEL):
-    """Moves the mouse to the centre of cell (row, col) of the run_index-th heatmap; returns the tooltip's data."""
-    maps = frame.query_selector_all(panel + " [data-testid=heatmap]")
-    info = maps[run_index].evaluate("(h) => ({...h.dataset})")
-    box = maps[run_index].query_selector("canvas").bounding_box()
-    cols, row_h = int(info["cols"]), float(info["rowHeight"])
-    page.mouse.move(box["x"] + (col + 0.5) * box["width"] / cols, box["y"] + (row + 0.5) * row_h)
-    frame.wait_for_function(
-        "([sel, r, c]) => { const t = document.querySelector(sel); return t && !t.hidden && t.dataset.row === String(r)"
-        " && t.dataset.col === String(c); }",
-        arg=[panel + " [data-testid=heatmap-tooltip]", row, col],
-        timeout=10000,
+    """Moves the mouse to the centre of cell (row, col) of the run_index-th heatmap; returns the tooltip's data.
+
+    Other panels may still be drawing and shift the layout after the canvas is measured, so the cell is scrolled into
+    the middle of the view, measured and hovered again until the tooltip names it (or the attempts run out)."""
+    tooltip = panel + " [data-testid=heatmap-tooltip]"
+    shown = (
+        "([sel, r, c]) => { const t = document.querySelector(sel); return Boolean(t && !t.hidden && t.dataset.row === String(r)"
+        " && t.dataset.col === String(c)); }"
     )
-    return frame.eval_on_selector(panel + " [data-testid=heatmap-tooltip]", "(t) => ({...t.dataset, text: t.textContent})")
+    for attempt in range(6):
+        maps = frame.query_selector_all(panel + " [data-testid=heatmap]")
+        info = maps[run_index].evaluate("(h) => ({...h.dataset})")
+        canvas = maps[run_index].query_selector("canvas")
+        cols, row_h = int(info["cols"]), float(info["rowHeight"])
+        canvas.evaluate("(c, y) => window.scrollBy(0, c.getBoundingClientRect().top + y - window.innerHeight / 2)", (row + 0.5) * row_h)
+        box = canvas.bounding_box()
+        x, y = box["x"] + (col + 0.5) * box["width"] / cols, box["y"] + (row + 0.5) * row_h
+        page.mouse.move(x, y + (1 if attempt % 2 else -1) * 0.25 * row_h)  # a fresh mousemove even if the pointer is there
+        page.mouse.move(x, y)
+        try:
+            frame.wait_for_function(shown, arg=[tooltip, row, col], timeout=2000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 5:
+                raise
+    return frame.eval_on_selector(tooltip, "(t) => ({...t.dataset, text: t.textContent})")
 
 
 def test_heatmap_draws_and_hover_shows_the_cell(page, heatmap_server):
