@@ -110,29 +110,30 @@ def grouped_square_sum(grads, groups):
     return ops.addn(parts)
 
 
-def shape_classes(shapes, indices, limit=NORM_GROUP_ELEMENTS):
-    """``(classes, order)`` for per-parameter square sums of ``indices``: same-shaped parameters are stacked and
-    reduced by one kernel per class (a transformer's layers share a handful of shapes, whatever its depth).
+def layer_norm_plan(shapes, indices, limit=NORM_GROUP_ELEMENTS):
+    """``(classes, order)`` for the square sums of *every* parameter, ``order`` picking out ``indices``.
 
-    ``classes`` is a tuple of index tuples (each at most ``limit`` elements); ``order`` (an int32 Tensor) maps
-    the concatenated class results back to the order of ``indices``.
+    Same-shaped parameters are stacked and reduced by one kernel per class (a transformer's layers share a handful of
+    shapes, whatever its depth); ``classes`` is a tuple of index tuples (each at most ``limit`` elements). Every
+    parameter is covered so that the global norm is the total of the same sums: with per-layer gradient norms asked
+    for, one pass over the gradients instead of two. ``order`` (an int32 Tensor) maps the concatenated class results
+    to the order of ``indices``.
     """
     by_shape = {}
-    for i in indices:
-        by_shape.setdefault(tuple(shapes[i]), []).append(i)
+    for i, shape in enumerate(shapes):
+        by_shape.setdefault(tuple(shape), []).append(i)
     classes = []
     for shape, members in by_shape.items():
         n = max(int(np.prod(shape)) if shape else 1, 1)
         per = max(limit // n, 1)
         for k in range(0, len(members), per):
             classes.append(tuple(members[k:k + per]))
-    flat = [i for c in classes for i in c]
-    order = Tensor(np.array([flat.index(i) for i in indices], np.int32))
-    return tuple(classes), order
+    position = {i: k for k, i in enumerate(i for c in classes for i in c)}
+    return tuple(classes), Tensor(np.array([position[i] for i in indices], np.int32).reshape(-1))
 
 
 def class_square_sums(grads, classes):
-    """Sum of squares of each parameter of ``classes`` (from :func:`shape_classes`), in class order. In the graph."""
+    """Sum of squares of each parameter of ``classes`` (from :func:`layer_norm_plan`), in class order. In the graph."""
     parts = []
     for members in classes:
         if len(members) == 1:
@@ -142,23 +143,6 @@ def class_square_sums(grads, classes):
             axes = tuple(range(1, stacked.ndim))
             parts.append(ops.reduce_sum(stacked * stacked, axes) if axes else stacked * stacked)
     return parts[0] if len(parts) == 1 else ops.concat(parts)
-
-
-def per_param_square_sums(grads, classes, order):
-    """Sum of squares of each parameter of :func:`shape_classes`, in the order of its ``indices``. In the graph."""
-    return ops.gather(class_square_sums(grads, classes), order, 0)
-
-
-def layer_norm_plan(shapes, indices):
-    """``(classes, order)`` for the square sums of *every* parameter, ``order`` picking out ``indices``.
-
-    With per-layer gradient norms asked for, every parameter's square sum is computed once (by shape class) and the
-    global norm is their total: one pass over the gradients instead of two (grouped for the global norm and by
-    class for the layers).
-    """
-    classes, order = shape_classes(shapes, range(len(shapes)))
-    picked = order.asnumpy()[np.asarray(indices, np.int64)] if len(indices) else np.zeros((0,), np.int32)
-    return classes, Tensor(picked.astype(np.int32))
 
 
 def grad_norms(grads, groups, layer_classes, layer_order):

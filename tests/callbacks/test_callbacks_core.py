@@ -405,7 +405,7 @@ def test_grad_norm_groups_pack_bounded_and_sum_exactly():
 
 
 def test_per_param_square_sums_by_shape_class_keep_the_order():
-    from tb_mindspore_callbacks.train_cell import per_param_square_sums, shape_classes
+    from tb_mindspore_callbacks.train_cell import grad_norms, layer_norm_plan
 
     set_mode("pynative")
     try:
@@ -413,9 +413,10 @@ def test_per_param_square_sums_by_shape_class_keep_the_order():
         shapes = [(4, 3), (5,), (4, 3), (2, 2), (4, 3), (5,)]
         arrays = [rs.randn(*sh).astype(np.float32) for sh in shapes]
         indices = (5, 0, 3, 4, 2)
-        classes, order = shape_classes(shapes, indices, limit=24)        # (4, 3) x3 split: 2 per class
-        assert sorted(i for c in classes for i in c) == sorted(indices) and max(len(c) for c in classes) == 2
-        got = per_param_square_sums(tuple(Tensor(a) for a in arrays), classes, order).asnumpy()
-        assert got.tolist() == pytest.approx([float((arrays[i] ** 2).sum()) for i in indices], rel=1e-5)
+        classes, order = layer_norm_plan(shapes, indices, limit=24)      # (4, 3) x3 split: 2 per class
+        assert sorted(i for c in classes for i in c) == list(range(len(shapes))) and max(len(c) for c in classes) == 2
+        total, got = grad_norms(tuple(Tensor(a) for a in arrays), (), classes, order)
+        assert (got.asnumpy() ** 2).tolist() == pytest.approx([float((arrays[i] ** 2).sum()) for i in indices], rel=1e-5)
+        assert float(total.asnumpy()) == pytest.approx(np.sqrt(sum(float((a ** 2).sum()) for a in arrays)), rel=1e-5)
     finally:
         set_mode("graph")
