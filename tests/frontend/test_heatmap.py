@@ -45,8 +45,8 @@ def row_index(frame, layer, panel=PANEL):
 def hover_cell(page, frame, row, col, run_index=0, panel=PANEL):
     """Moves the mouse to the centre of cell (row, col) of the run_index-th heatmap; returns the tooltip's data.
 
-    Other panels may still be drawing and shift the layout after the canvas is measured, so the cell is scrolled into
-    the middle of the view, measured and hovered again until the tooltip names it (or the attempts run out)."""
+    Other panels may still be drawing and shift the layout after the canvas is measured, so the canvas is scrolled
+    into view and the cell hovered again until the tooltip names it (or the attempts run out)."""
     tooltip = panel + " [data-testid=heatmap-tooltip]"
     shown = (
         "([sel, r, c]) => { const t = document.querySelector(sel); return Boolean(t && !t.hidden && t.dataset.row === String(r)"
@@ -57,11 +57,11 @@ def hover_cell(page, frame, row, col, run_index=0, panel=PANEL):
         info = maps[run_index].evaluate("(h) => ({...h.dataset})")
         canvas = maps[run_index].query_selector("canvas")
         cols, row_h = int(info["cols"]), float(info["rowHeight"])
-        canvas.evaluate("(c, y) => window.scrollBy(0, c.getBoundingClientRect().top + y - window.innerHeight / 2)", (row + 0.5) * row_h)
-        box = canvas.bounding_box()
-        x, y = box["x"] + (col + 0.5) * box["width"] / cols, box["y"] + (row + 0.5) * row_h
-        page.mouse.move(x, y + (1 if attempt % 2 else -1) * 0.25 * row_h)  # a fresh mousemove even if the pointer is there
-        page.mouse.move(x, y)
+        x, y = (col + 0.5) * canvas.bounding_box()["width"] / cols, (row + 0.5) * row_h
+        # hover() scrolls the canvas into view in whichever container scrolls and waits until it is stable and
+        # receives the pointer; the first move makes sure a fresh mousemove reaches the cell
+        canvas.hover(position={"x": x, "y": y + (0.25 if attempt % 2 else -0.25) * row_h})
+        canvas.hover(position={"x": x, "y": y})
         try:
             frame.wait_for_function(shown, arg=[tooltip, row, col], timeout=2000)
             break
