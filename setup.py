@@ -15,6 +15,7 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRONTEND = os.path.join(HERE, "frontend")
 STATIC = os.path.join(HERE, "tb_plugin_mindspore", "static")
+os.makedirs(STATIC, exist_ok=True)  # listed as a (data-only) package below; filled by the frontend build
 
 
 def build_frontend():
@@ -57,11 +58,12 @@ setup(
         "tb_plugin_mindspore.reading",
         "tb_plugin_mindspore.health",
         "tb_plugin_mindspore.landscape",
+        "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},
-    package_data={"tb_plugin_mindspore": ["static/*"]},
+    package_data={"tb_plugin_mindspore.static": ["*"]},
     include_package_data=True,
     install_requires=[
         "tensorboard>=2.14",
