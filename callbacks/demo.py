@@ -9,6 +9,10 @@ falls from ``ln(classes)`` over a few hundred steps.
 """
 
 import math
+import os
+import shlex
+import shutil
+import sys
 import time
 
 import numpy as np
@@ -180,5 +184,14 @@ def run_demo(root="./summary_log", steps=800, log=print, collect_freq=10, mode="
     started = time.time()
     model.train(1, synthetic_dataset(steps, c), callbacks=[monitor, _Progress(log, every, steps)],
                 dataset_sink_mode=False)
-    log("done in %.0f s; view it with: tensorboard --logdir %s" % (time.time() - started, root))
+    log("done in %.0f s; view it with: %s" % (time.time() - started, tensorboard_command(root)))
     return run_dir
+
+
+def tensorboard_command(logdir):
+    """A ``tensorboard --logdir`` command line that works as printed (the virtual environment may be inactive)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+    on_path = shutil.which("tensorboard")
+    if not os.path.exists(exe) or (on_path and os.path.realpath(on_path) == os.path.realpath(exe)):
+        exe = "tensorboard"
+    return "%s --logdir %s" % (shlex.quote(exe), shlex.quote(str(logdir)))

@@ -25,6 +25,13 @@ def _positive_int(text):
     return value
 
 
+def _steps(text):
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError("must be at least 2 (one step to compile, one to record), got %r" % text)
+    return value
+
+
 def _port(text):
     value = _positive_int(text)
     if value > 65535:
@@ -50,7 +57,7 @@ def _add_demo(sub):
                     "TrainMonitor records it under LOGDIR/<date>_demo_<hparams>/, then serves TensorBoard.",
     )
     p.add_argument("--logdir", default="./summary_log", help="root folder for run folders (default: %(default)s)")
-    p.add_argument("--steps", type=_positive_int, default=None,
+    p.add_argument("--steps", type=_steps, default=None,
                    help="training steps (default: about a minute of training on two CPU cores)")
     p.add_argument("--port", type=_port, default=6006, help="TensorBoard port (default: %(default)s)")
     p.add_argument("--no-serve", action="store_true", help="only train and record; do not start TensorBoard")

@@ -1,0 +1,28 @@
+"""The ``tb-mindspore`` entry point: one-line errors on bad input, hints that work as printed."""
+
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+BIN = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
+
+
+@pytest.mark.parametrize("steps", ["1", "0", "-3", "many"])
+def test_demo_rejects_bad_steps_with_one_line(steps):
+    p = subprocess.run([BIN, "demo", "--steps", steps, "--no-serve"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("tb-mindspore demo: error: argument --steps")
+
+
+def test_tensorboard_hint_runs_as_printed(tmp_path, monkeypatch):
+    from tb_mindspore_callbacks.demo import tensorboard_command
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the virtual environment is not active
+    cmd = shlex.split(tensorboard_command(str(tmp_path / "a log")))
+    assert cmd[1:] == ["--logdir", str(tmp_path / "a log")]
+    p = subprocess.run(cmd[:1] + ["--version"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
