@@ -144,17 +144,57 @@ def make_content(kind, **fields):
     return json.dumps(body, sort_keys=True).encode("utf-8")
 
 
+# Deepest nesting of JSON that readers accept (ours is at most 4 deep); deeper text is refused as hostile before
+# Python's recursion limit can turn it into a RecursionError in a route.
+MAX_JSON_DEPTH = 64
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth(text, stop=None):
+    """The deepest nesting of arrays / objects in JSON ``text`` (brackets inside strings do not count); counting
+    ends as soon as the depth passes ``stop``."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    depth = best = 0
+    for ch in brackets:
+        depth += 1 if ch in "[{" else -1
+        if depth > best:
+            best = depth
+            if stop is not None and best > stop:
+                break
+    return best
+
+
+def json_depth_exceeds(text, limit=MAX_JSON_DEPTH):
+    """Whether ``text`` nests deeper than ``limit`` (cheap when it has few brackets)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    return json_depth(text, stop=limit) > limit
+
+
+def loads_json(text, what="JSON", limit=MAX_JSON_DEPTH):
+    """``json.loads`` for text from files: raises ContentError (a ValueError) for anything unreadable, including
+    nesting deeper than ``limit`` (never RecursionError or MemoryError)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ContentError("%s is not UTF-8: %s" % (what, e))
+    if not isinstance(text, str):
+        raise ContentError("%s is not text (%s)" % (what, type(text).__name__))
+    if json_depth_exceeds(text, limit):
+        raise ContentError("%s nests deeper than %d levels; refused" % (what, limit))
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise ContentError("%s is not JSON: %s" % (what, str(e)[:200]))
+
+
 def parse_content(content):
     """Parses plugin content written by any version of the callbacks; raises ContentError if unreadable."""
-    if isinstance(content, (bytes, bytearray)):
-        try:
-            content = content.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ContentError("plugin content is not UTF-8: %s" % e)
-    try:
-        body = json.loads(content) if content else {}
-    except ValueError as e:
-        raise ContentError("plugin content is not JSON: %s" % e)
+    body = loads_json(content, "plugin content") if content else {}
     if not isinstance(body, dict):
         raise ContentError("plugin content is not a JSON object")
     version = body.get("version")
