@@ -129,6 +129,19 @@ def _parse_metrics(metrics):
     return out
 
 
+def lend_optimizer(cb):
+    """Sets ``cb_params.optimizer`` from the training cell when ``Model`` was built from a training cell only.
+
+    ``Model(train_cell)`` leaves ``cb_params.optimizer`` None, and MindSpore's ``ReduceLROnPlateau`` and
+    ``LearningRateScheduler`` read it at step / epoch ends: they then work whatever their place in the list.
+    """
+    if cb_get(cb, "optimizer") is None:
+        opt = find_optimizer(cb)
+        if opt is not None:
+            cb.optimizer = opt
+    return cb_get(cb, "optimizer")
+
+
 class TrainMonitor(Callback):
     """Records a ``Model.train`` run in three tiers, cheaply, as TensorBoard event files.
 
@@ -315,7 +328,9 @@ class TrainMonitor(Callback):
     def on_train_begin(self, run_context):
         self._reset_run_state()
         try:
-            self._begin(run_context.original_args())
+            cb = run_context.original_args()
+            lend_optimizer(cb)
+            self._begin(cb)
         except Exception:
             self._error("train begin")
 
