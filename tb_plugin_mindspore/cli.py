@@ -5,6 +5,7 @@ Every subcommand has ``--help``, exits non-zero on failure and prints a one-line
 
 import argparse
 import os
+import signal
 import socket
 import sys
 
@@ -88,6 +89,9 @@ def serve(logdir, port):
     tb = program.TensorBoard(plugins=default.get_plugins())
     tb.configure(argv=["tensorboard", "--logdir", os.path.abspath(logdir), "--port", str(port)])
     print("Open http://localhost:%d/#mindspore (Ctrl-C to stop)" % port, flush=True)
+    # MindSpore's runtime (after the demo's training) turns Ctrl-C into SIGTERM; give Ctrl-C back to Python so it
+    # stops the server quietly instead of through TensorBoard's "caught SIGTERM" exit (status 143).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         tb.main()
     except KeyboardInterrupt:

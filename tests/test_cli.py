@@ -26,3 +26,31 @@ def test_tensorboard_hint_runs_as_printed(tmp_path, monkeypatch):
     assert cmd[1:] == ["--logdir", str(tmp_path / "a log")]
     p = subprocess.run(cmd[:1] + ["--version"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.slow
+def test_demo_ctrl_c_stops_tensorboard_quietly(tmp_path):
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([BIN, "demo", "--steps", "2", "--port", str(port), "--logdir", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if "Press CTRL+C" in line:
+                break
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        out = "".join(seen) + p.communicate(timeout=60)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, out
+    assert "SIGTERM" not in out and "Traceback" not in out
+    assert "view it with: " in out
