@@ -13,6 +13,11 @@
 * A record whose length checksum is wrong loses the framing: the reader reports it once, then searches forward for
   the next position that holds a valid record and resumes there (the bytes in between are reported as skipped).
 * Reading never raises on file contents; an unreadable file (permissions, vanished) is reported once and retried.
+* Only regular files are opened (without blocking): a FIFO, socket or device named like a summary file is reported
+  once and never read; a symbolic link loop is reported as unreadable.
+* A file replaced in place (another inode, shorter than what was read, or other first bytes) is read again from
+  the start: ``restarts`` counts it, so the caller can drop what it kept from the old file. A vanished file sets
+  ``gone``.
 
 The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`landscape_dict`,
 :func:`lineage_update`) turn the messages into plain Python / numpy values; ``ms_logdir.MsLogdir`` and
@@ -22,6 +27,7 @@ The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`la
 import json
 import os
 import re
+import stat
 import struct
 
 import google_crc32c
@@ -38,6 +44,11 @@ FOOTER_BYTES = 4
 MAX_RECORD_BYTES = 256 << 20
 # Problems kept per file; later ones are only counted.
 MAX_PROBLEMS_PER_FILE = 50
+# A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
+# costs no memory), and is read once into its own buffer.
+LARGE_RECORD_BYTES = 8 << 20
+# First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
+HEAD_BYTES = 64
 
 _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
@@ -183,9 +194,14 @@ class MsFile:
         self.problem_count = 0
         self.pending = 0
         self.size = 0
+        self.restarts = 0        # times the file was found replaced and read again from the start
+        self.gone = False        # the path no longer exists
         self._resyncing = False
         self._io_error = None
-        self._shrank = False
+        self._identity = None    # (st_dev, st_ino) of the file read so far
+        self._head = b""         # its first HEAD_BYTES bytes
+        self._mtime = None
+        self._irregular = None
 
     def problem(self, offset, reason):
         self.problem_count += 1
@@ -194,13 +210,69 @@ class MsFile:
         if len(self.problems) < MAX_PROBLEMS_PER_FILE:
             self.problems.append((offset, reason))
 
-    def stat_size(self):
-        """The file's current size (also kept in ``size``); a failure is reported once, like a read failure."""
+    def _stat(self):
+        """``os.stat`` of the file, or None (reported once) when it is missing, unreadable or not a regular file."""
         try:
-            self.size = os.stat(self.path).st_size
+            st = os.stat(self.path)
         except OSError as e:
+            self.gone = isinstance(e, FileNotFoundError) and not os.path.islink(self.path)
             self._report_io(e)
+            return None
+        self.gone = False
+        if not stat.S_ISREG(st.st_mode):
+            what = _file_type(st.st_mode)
+            if self._irregular != what:
+                self._irregular = what
+                self.problem(0, "not a regular file (%s); never read" % what)
+                self.skipped -= 1
+            return None
+        self._irregular = None
+        return st
+
+    def stat_size(self):
+        """The file's current size (also kept in ``size``); a failure is reported once, like a read failure. A file
+        found replaced (see the module doc) is restarted here already, so that its new bytes count as unread."""
+        st = self._stat()
+        if st is not None:
+            if self._identity is not None and self.offset > 0:
+                changed = st.st_mtime_ns != self._mtime and st.st_size <= self.offset
+                if (st.st_dev, st.st_ino) != self._identity or st.st_size < self.offset or changed:
+                    try:
+                        with _open_regular(self.path) as f:
+                            self._check_identity(os.fstat(f.fileno()), f)
+                    except OSError as e:
+                        self._report_io(e)
+            self.size = st.st_size
         return self.size
+
+    def _restart(self, why):
+        """The file was replaced: forget the old one and read the new one from the start."""
+        self.problem(self.offset, "file replaced (%s); read again from the start" % why)
+        self.skipped -= 1
+        self.restarts += 1
+        self.offset = 0
+        self.pending = 0
+        self._resyncing = False
+        self._identity = None
+        self._head = b""
+
+    def _check_identity(self, st, f):
+        """Notices a replaced file: another inode, shorter than what was read, or other first bytes."""
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and self.offset > 0:
+            if identity != self._identity:
+                self._restart("new inode")
+            elif st.st_size < self.offset:
+                self._restart("shrank from %d to %d bytes" % (self.offset, st.st_size))
+            elif self._head:
+                f.seek(0)
+                if f.read(len(self._head)) != self._head:
+                    self._restart("its first bytes changed")
+        self._identity = identity
+        self._mtime = st.st_mtime_ns
+        if len(self._head) < HEAD_BYTES and st.st_size > len(self._head):
+            f.seek(0)
+            self._head = f.read(HEAD_BYTES)
 
     def has_unread(self):
         """Whether complete records (or bytes still to search, after damage) may wait past ``offset``."""
@@ -214,27 +286,25 @@ class MsFile:
 
         A single record larger than ``max_bytes`` is still read whole. Problems are recorded on the object.
         """
+        if self._stat() is None:
+            return [], [], 0
         try:
-            size = os.stat(self.path).st_size
-        except OSError as e:
-            self._report_io(e)
-            return [], [], 0
-        self.size = size
-        if size < self.offset:
-            if not self._shrank:
-                self._shrank = True
-                self.problem(self.offset, "file shrank to %d bytes; reading stopped until it grows again" % size)
-            return [], [], 0
-        self._shrank = False
-        if size == self.offset:
-            return [], [], 0
-        want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
-        try:
-            with open(self.path, "rb") as f:
+            with _open_regular(self.path) as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):    # swapped for something else since the stat
+                    return [], [], 0
+                self._check_identity(st, f)
+                size = self.size = st.st_size
+                if size <= self.offset:
+                    return [], [], 0
+                want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
                 f.seek(self.offset)
                 buf = f.read(want)
                 res = scan(buf, self.offset, self._resyncing)
                 if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
+                    # One record larger than the chunk, and the file holds all of it.
+                    if res.need > LARGE_RECORD_BYTES and not self._resyncing:
+                        return self._read_large(f, res.need, size)
                     f.seek(self.offset)
                     buf = f.read(res.need)
                     res = scan(buf, self.offset, self._resyncing)
@@ -251,6 +321,33 @@ class MsFile:
         self.pending = size - self.offset if res.need and reached_end else 0
         self.records += len(res.payloads)
         return res.payloads, res.offsets, len(buf)
+
+    def _read_large(self, f, total, size):
+        """One record of ``total`` bytes (header and footer included) at ``offset``, its length checksum good: the
+        payload checksum is computed chunk by chunk first, so a hostile length costs no memory; only a good payload
+        is then read, into one buffer."""
+        n = total - HEADER_BYTES - FOOTER_BYTES
+        start = self.offset + HEADER_BYTES
+        f.seek(start)
+        crc, left = 0, n
+        while left > 0:
+            chunk = f.read(min(left, LARGE_RECORD_BYTES))
+            if not chunk:
+                return [], [], 0
+            crc = google_crc32c.extend(crc, chunk)
+            left -= len(chunk)
+        footer = f.read(FOOTER_BYTES)
+        self._io_error = None
+        payloads, offsets = [], []
+        if len(footer) == FOOTER_BYTES and _masked(crc) == _U32(footer, 0)[0]:
+            f.seek(start)
+            payloads, offsets = [f.read(n)], [self.offset]
+            self.records += 1
+        else:
+            self.problem(self.offset, "bad payload checksum; record skipped")
+        self.offset += total
+        self.pending = 0
+        return payloads, offsets, total
 
     def _report_io(self, error):
         text = "%s: %s" % (type(error).__name__, error.strerror or error)
@@ -274,6 +371,20 @@ class MsFile:
             except (DecodeError, RuntimeError, ValueError) as e:
                 self.problem(offset, "undecodable payload (%s); record skipped" % _short(e))
         return events, nread
+
+
+def _open_regular(path):
+    """Opens ``path`` for reading without blocking on a FIFO (the caller checks ``fstat`` before reading)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    return os.fdopen(fd, "rb")
+
+
+def _file_type(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "unknown file type"
 
 
 def _short(error):
