@@ -30,6 +30,22 @@ def _respond_error(request, code, message):
     return http_util.Respond(request, {"error": {"code": code, "message": message}}, _JSON, code=code)
 
 
+def _data_server_failed(error):
+    """Whether ``error`` is TensorBoard's fast-loader data server gone (a gRPC error from its provider)."""
+    return any(c.__module__.split(".")[0] == "grpc" for c in type(error).__mro__)
+
+
+def _unexpected(plugin, request, error):
+    """The JSON answer for an exception that is not a PublicError: 503 naming the cause when TensorBoard's data
+    server is gone (see ``problems.data_server_message``), else a logged 500."""
+    if _data_server_failed(error):
+        logger.warning("mindspore plugin: %s: TensorBoard's data server failed: %s", request.path,
+                       type(error).__name__)
+        return _respond_error(request, 503, plugin._data_server_message())
+    logger.exception("mindspore plugin: %s failed", request.path)
+    return _respond_error(request, 500, "internal error in the MindSpore plugin: %s" % type(error).__name__)
+
+
 def json_route(handler):
     """Turns ``handler(self, request) -> dict`` into a WSGI app that always answers JSON."""
 
@@ -40,8 +56,7 @@ def json_route(handler):
         except errors.PublicError as e:
             return _respond_error(request, e.http_code, str(e))
         except Exception as e:  # never a traceback page; the server keeps running
-            logger.exception("mindspore plugin: %s failed", request.path)
-            return _respond_error(request, 500, "internal error in the MindSpore plugin: %s" % type(e).__name__)
+            return _unexpected(self, request, e)
 
     return app
 
@@ -150,13 +165,29 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_status(self, request):
+        from .reading import problems
+
         ctx, eid = self._ctx(request)
-        tags = self._view.tags(ctx, eid)
-        has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
-        body = self._status.describe(len(tags), has_scalars)
-        # Damaged records in MindSpore summary files were skipped; say where, so nothing is silently missing.
-        body["warnings"] = self._ms.warnings() if self._ms is not None else []
+        try:
+            tags = self._view.tags(ctx, eid)
+        except Exception as e:
+            if not _data_server_failed(e):
+                raise
+            body = self._status.describe(0, False)
+            body.update(reason="data_server_failed", message=self._data_server_message())
+            tags = None
+        else:
+            has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
+            body = self._status.describe(len(tags), has_scalars)
+        # Everything left out, with its file and byte offset where there is one, so nothing is silently missing:
+        # damaged *_MS records, unreadable files, records that break TensorBoard's loaders, malformed series.
+        body["warnings"] = problems.collect(self, ctx, eid, provider_ok=tags is not None)
         return body
+
+    def _data_server_message(self):
+        from .reading import problems
+
+        return problems.data_server_message(self._status.file_warnings())
 
     @json_route
     def _serve_tags(self, request):
@@ -282,8 +313,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         except errors.PublicError as e:
             return _respond_error(request, e.http_code, str(e))
         except Exception as e:
-            logger.exception("mindspore plugin: %s failed", request.path)
-            return _respond_error(request, 500, "internal error in the MindSpore plugin: %s" % type(e).__name__)
+            return _unexpected(self, request, e)
         return http_util.Respond(request, body, mime)
 
     @json_route

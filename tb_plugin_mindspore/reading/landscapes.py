@@ -7,7 +7,6 @@ merged provider serves them as the same kind). Each value is one JSON record (``
 come out of :func:`tb_plugin_mindspore.landscape.format.normalize_record` in one shape.
 """
 
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -44,6 +43,7 @@ class LandscapeReader:
         self._provider = data_provider
         self._lock = threading.Lock()
         self._parsed = OrderedDict()    # (run, tag, step, wall_time) -> normalized record or error text
+        self._problems = {}             # (run, tag, max_step, max_wall_time) -> [problem] (see ``problems``)
 
     # -- reading -----------------------------------------------------------------------------------------------
     def _tags(self, ctx, eid, runs=None):
@@ -77,17 +77,54 @@ class LandscapeReader:
                 self._parsed.move_to_end(key)
                 return self._parsed[key]
         try:
-            rec = fmt.normalize_record(json.loads(_text(datum.numpy)))
+            rec = fmt.normalize_record(metadata.loads_json(_text(datum.numpy), "the landscape record"))
             if content.get("source") and rec["metadata"].get("source") is None:
                 rec["source"] = str(content["source"])
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
-            rec = "unreadable landscape: %s" % e
+            _entry(tag, datum, rec)            # every field the routes send must be computable
+            _plain(rec["metadata"])
+        except Exception as e:  # any damage in one record leaves that record out, reported in ``problems``
+            rec = "malformed landscape left out: %s" % (str(e)[:300] or type(e).__name__)
             logger.warning("mindspore plugin: %s/%s step %d: %s", run, tag, datum.step, rec)
         with self._lock:
             self._parsed[key] = rec
             while len(self._parsed) > _CACHE_ENTRIES:
                 self._parsed.popitem(last=False)
         return rec
+
+    def problems(self, ctx, eid):
+        """``[{"run", "file", "offset", "tag", "step", "reason"}]`` for every landscape record left out (malformed
+        JSON, nesting, a grid that does not match its losses, unreadable plugin content). A tag is read again only
+        when its listing changed."""
+        listing = self._provider.list_tensors(ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME)
+        out = []
+        seen = set()
+        for run, tags in sorted(listing.items()):
+            for tag, series in sorted(tags.items()):
+                try:
+                    content = metadata.parse_content(series.plugin_content)
+                except metadata.ContentError:
+                    continue      # reported with the other unreadable plugin contents
+                if content.get("kind") != metadata.KIND_LANDSCAPE:
+                    continue
+                key = (run, tag, int(series.max_step), float(series.max_wall_time))
+                seen.add(key)
+                with self._lock:
+                    found = self._problems.get(key)
+                if found is None:
+                    found = []
+                    for datum in self._data(ctx, eid, run, {tag}).get(tag, []):
+                        rec = self._parse(run, tag, datum, content)
+                        if not isinstance(rec, dict):
+                            found.append({"run": run, "file": None, "offset": None, "tag": tag,
+                                          "step": int(datum.step), "reason": "%s (tag %s, step %d)"
+                                          % (rec, tag, int(datum.step))})
+                    with self._lock:
+                        self._problems[key] = found
+                out.extend(found)
+        with self._lock:
+            for key in set(self._problems) - seen:
+                del self._problems[key]
+        return out
 
     def _records(self, ctx, eid, run, only_tag=None):
         """[(tag, datum, normalized record)] of one run (records that fail to parse are left out)."""

@@ -6,8 +6,12 @@ files hold no scalars. A relative ``--logdir`` is reported with the folder it wa
 TensorBoard from another folder is the most common reason for an empty board.
 """
 
+import errno
 import os
+import stat
 import time
+
+from . import event_headers
 
 MS_SUFFIX = "_MS"
 _MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds
@@ -23,19 +27,57 @@ def is_tf_event_file(name):
     return "tfevents" in name
 
 
+def is_data_file(name):
+    """Named like a file some reader opens: an event file, a MindSpore summary or lineage file."""
+    return is_tf_event_file(name) or ".out.events.summary." in name or is_ms_summary_file(name)
+
+
+def entry_problem(path):
+    """Why a file named like an event / summary file cannot be read safely (a reason string), or None.
+
+    A FIFO, socket or device would block or confuse a reader that opens it (TensorBoard's Python loader blocks on
+    a FIFO forever); a symbolic link loop or a dangling link cannot be opened at all.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "symbolic link loop; skipped"
+        if os.path.islink(path):
+            return "dangling symbolic link; skipped"
+        return "cannot be read (%s); skipped" % (e.strerror or e)
+    if stat.S_ISREG(st.st_mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(st.st_mode):
+            return "not a regular file (%s); skipped: readers that open it would block or fail" % what
+    return "not a regular file; skipped"
+
+
 def scan(logdir):
-    """Counts event files under ``logdir``: {"event_files", "event_bytes", "ms_files", "entries", "truncated"}."""
-    counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False}
+    """Counts event files under ``logdir``: {"event_files", "event_bytes", "ms_files", "entries", "truncated",
+    "event_paths": [regular event files], "hostile": [(path, reason)] for data files that are not regular files}."""
+    counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
+              "event_paths": [], "hostile": []}
     for root, dirs, files in os.walk(logdir):
         dirs.sort()
-        for name in files:
+        for name in sorted(files + [d for d in dirs if is_data_file(d)]):
             counts["entries"] += 1
+            if not is_data_file(name):
+                continue
+            path = os.path.join(root, name)
+            problem = entry_problem(path)
+            if problem is not None:
+                counts["hostile"].append((path, problem))
+                continue
             if is_ms_summary_file(name):
                 counts["ms_files"] += 1
             elif is_tf_event_file(name):
                 counts["event_files"] += 1
+                counts["event_paths"].append(path)
                 try:
-                    counts["event_bytes"] = max(counts["event_bytes"], os.path.getsize(os.path.join(root, name)))
+                    counts["event_bytes"] = max(counts["event_bytes"], os.path.getsize(path))
                 except OSError:
                     pass
         if counts["entries"] > _MAX_ENTRIES:
@@ -50,14 +92,40 @@ class LogdirStatus:
         self._cwd = cwd or os.getcwd()
         self._cached = None
         self._cached_at = 0.0
+        self._headers = event_headers.HeaderScanner(self._abs() if self._local() else "")
 
-    def describe(self, run_count, has_scalars):
-        """The ``status`` route's body. ``run_count`` / ``has_scalars`` come from the data provider."""
+    def _local(self):
+        return bool(self._logdir) and "://" not in self._logdir
+
+    def _counts(self):
         now = time.monotonic()
         if self._cached is None or now - self._cached_at > _CACHE_SECS:
             self._cached = self._scan()
             self._cached_at = now
-        counts = self._cached
+        return self._cached
+
+    def _rel(self, path):
+        return os.path.relpath(path, self._abs())
+
+    def file_warnings(self):
+        """``[{"run", "file", "offset", "reason"}]`` for files under the logdir that readers must not or cannot
+        read: FIFOs and other non-regular files, symbolic link loops, event files whose record framing breaks
+        TensorBoard's loaders (found from the record headers alone; see ``event_headers``)."""
+        if not self._local():
+            return []
+        counts = self._counts()
+        out = []
+        for path, reason in counts["hostile"]:
+            out.append({"run": os.path.dirname(self._rel(path)) or ".", "file": self._rel(path), "offset": None,
+                        "reason": reason})
+        for f in self._headers.findings(counts["event_paths"]):
+            out.append({"run": os.path.dirname(self._rel(f["file"])) or ".", "file": self._rel(f["file"]),
+                        "offset": f["offset"], "reason": f["reason"]})
+        return out
+
+    def describe(self, run_count, has_scalars):
+        """The ``status`` route's body. ``run_count`` / ``has_scalars`` come from the data provider."""
+        counts = self._counts()
         logdir = self._logdir
         reason, message = None, ""
         if has_scalars:
@@ -112,6 +180,7 @@ class LogdirStatus:
         return ""
 
     def _scan(self):
-        if not self._logdir or "://" in self._logdir or not os.path.isdir(self._abs()):
-            return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False}
+        if not self._local() or not os.path.isdir(self._abs()):
+            return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
+                    "event_paths": [], "hostile": []}
         return scan(self._abs())

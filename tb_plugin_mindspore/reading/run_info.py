@@ -16,7 +16,6 @@ HParams summary's (the first source that names a hyperparameter wins; ``hparam_s
 Numbers that JSON cannot hold are sent as ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
 """
 
-import json
 import logging
 import math
 
@@ -91,6 +90,7 @@ class RunInfoReader:
         # provider's primary) so the *_MS files' landscapes are not listed for nothing.
         self._events = getattr(data_provider, "primary", data_provider)
         self._ms = ms_logdir
+        self._problems = []
 
     # -- sources -------------------------------------------------------------------------------------------------
     def _run_infos(self, ctx, eid, runs=None):
@@ -108,26 +108,39 @@ class RunInfoReader:
                 if content.get("kind") == metadata.KIND_RUN_INFO:
                     wanted.setdefault(run, set()).add(tag)
         if not wanted:
+            if runs is None:
+                self._problems = []
             return {}
         data = self._events.read_tensors(
             ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
             run_tag_filter=tb_provider.RunTagFilter(runs=sorted(wanted), tags=sorted(set().union(*wanted.values()))),
         )
         out = {}
+        problems = []
         for run, tags in wanted.items():
             points = [d for tag in sorted(tags) for d in ((data.get(run) or {}).get(tag) or [])]
             info = {}
             for datum in sorted(points, key=lambda d: (d.step, d.wall_time)):
                 try:
-                    body = json.loads(_json_text(datum.numpy))
-                except (ValueError, TypeError):
-                    logger.warning("mindspore plugin: run %s: unreadable run information at step %d", run, datum.step)
+                    body = metadata.loads_json(_json_text(datum.numpy), "the run information")
+                except Exception as e:  # one damaged record is left out and reported; the others still count
+                    reason = "run information at step %d left out: %s" % (datum.step, str(e)[:300])
+                    logger.warning("mindspore plugin: run %s: %s", run, reason)
+                    problems.append({"run": run, "file": None, "offset": None, "tag": metadata.RUN_INFO,
+                                     "step": int(datum.step), "reason": reason})
                     continue
                 if isinstance(body, dict):
                     info.update(body)    # a later record adds to and overrides an earlier one
             if info:
                 out[run] = info
+        if runs is None:
+            self._problems = problems
         return out
+
+    def problems(self, ctx, eid):
+        """``[{"run", "file", "offset", "tag", "step", "reason"}]``: run information records left out."""
+        self._run_infos(ctx, eid)
+        return list(self._problems)
 
     def _session_hparams(self, ctx, eid, runs=None):
         """{run: {name: value}} of TensorBoard HParams session start infos."""
