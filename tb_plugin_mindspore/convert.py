@@ -34,7 +34,7 @@ import sys
 import time
 
 from . import records
-from .reading import ms_files
+from .reading import logdir_status, ms_files
 
 STATE_NAME = ".tb-mindspore-convert.json"
 STATE_VERSION = 1
@@ -151,6 +151,16 @@ def _save_state(path, state):
     os.replace(tmp, path)
 
 
+def _check_landscape(tag, record):
+    """Raises ValueError when the MindSpore tab could not draw the landscape (so it is reported, not counted)."""
+    from .landscape import format as landscape_format
+
+    try:
+        landscape_format.normalize_record(record)
+    except (ValueError, TypeError, KeyError, OverflowError) as e:
+        raise ValueError("malformed loss landscape %r left out: %s" % (tag, e))
+
+
 def _convert_value(value, counts):
     """One MindSpore Summary.Value -> TensorBoard Summary.Value (None if it has no value)."""
     from tensorboard.compat.proto import summary_pb2
@@ -174,8 +184,10 @@ def _convert_value(value, counts):
         counts["tensors"] += 1
         return summary.tensor(tag, ms_files.tensor_array(value.tensor))
     if kind == "loss_landscape":
+        record = ms_files.landscape_dict(value.loss_landscape)
+        _check_landscape(tag, record)
         counts["landscapes"] += 1
-        return summary.landscape(tag, ms_files.landscape_dict(value.loss_landscape))
+        return summary.landscape(tag, record)
     return None
 
 
@@ -329,11 +341,15 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     state = _load_state(state_path)
     files_state = state["files"]
 
-    unreadable = []
+    unreadable, skipped = [], []
     plan = []
     total = 0
     for rel, kind in sources:
         src = os.path.join(logdir, rel)
+        problem = logdir_status.entry_problem(src)
+        if problem is not None:  # a FIFO would block the open below forever; a link loop cannot be opened
+            skipped.append({"file": rel, "offset": None, "reason": problem})
+            continue
         try:
             with open(src, "rb"):
                 pass
@@ -348,7 +364,7 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
 
     totals = {"events": 0, "converted_files": 0, "skipped_records": 0, "pending_bytes": 0, "bytes_read": 0,
               "values": {"scalars": 0, "histograms": 0, "images": 0, "tensors": 0, "landscapes": 0}}
-    warnings = []
+    warnings = list(skipped)
     bar = _Progress(progress, total, len(plan))
     try:
         for index, (rel, kind, entry) in enumerate(plan, 1):
