@@ -16,6 +16,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import metadata
+from .health import cache as health_cache
 from .reading import batch, downsample, histograms, layers, logdir_status, ms_provider, provider, series_cache
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
+        # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
+        self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None)
 
     def get_plugin_apps(self):
         return {
@@ -232,14 +235,12 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_health(self, request):
-        from . import health
-
         ctx, eid = self._ctx(request)
         run = request.args.get("run")
         runs = [run] if run else None
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
-        return health.check_provider(self._data_provider, ctx, eid, runs=runs, logdir=self._logdir or None)
+        return self._health.report(ctx, eid, runs=runs)
 
     # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
     def _landscape_reader(self):

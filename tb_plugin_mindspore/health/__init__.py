@@ -4,6 +4,7 @@
 * ``engine.py``: runs the rules, builds the report ``{"runs": [{"run", "status", "findings": [...]}]}``.
 * ``series.py``: :class:`RunSeries`, what the rules read (tags of any origin resolved to quantities).
 * ``sources.py``: RunSeries from TensorBoard's data provider (the plugin) or from a logdir on disk (the CLI).
+* ``cache.py``: ``HealthCache``, the plugin's ``health`` answers kept per run while its data is unchanged.
 * ``cli.py``: ``tb-mindspore check``.
 
 Typical use::

@@ -70,11 +70,29 @@ def validate_config(config):
         _merged_config(rule, config)
 
 
-def check_run(run, config=None):
-    """Findings (list of :class:`Finding`) for one :class:`RunSeries`, sorted errors first."""
+# Rules whose answer depends on the time of the check (``run.state.now``), not only on the run's data: a cached
+# report re-runs these on every request (see ``cache.py``).
+CLOCK_RULES = frozenset({"run_stalled", "run_unfinished"})
+
+
+def split_rules():
+    """``(data rules, clock rules)``: the rules that depend only on the run's data, and those in CLOCK_RULES."""
+    return ([r for r in RULES if r.id not in CLOCK_RULES], [r for r in RULES if r.id in CLOCK_RULES])
+
+
+def sort_findings(findings):
+    """Errors first, then by first step and rule id (in place; returns the list)."""
+    findings.sort(key=lambda f: (-LEVEL_RANK[f.level], f.steps[0], f.rule))
+    return findings
+
+
+def check_run(run, config=None, rules=None):
+    """Findings (list of :class:`Finding`) for one :class:`RunSeries`, sorted errors first.
+
+    ``rules``: run only these (:class:`Rule` objects; default: every rule)."""
     validate_config(config)
     findings = []
-    for rule in RULES:
+    for rule in (RULES if rules is None else rules):
         cfg, enabled, level = _merged_config(rule, config)
         if not enabled:
             continue
@@ -87,8 +105,7 @@ def check_run(run, config=None):
             if level is not None and f.level != INFO:
                 f.level = level
             findings.append(f)
-    findings.sort(key=lambda f: (-LEVEL_RANK[f.level], f.steps[0], f.rule))
-    return findings
+    return sort_findings(findings)
 
 
 def status_of(findings):
@@ -118,6 +135,6 @@ def reaches(status, level):
     return rank[status] >= rank[level]
 
 
-__all__ = ["ConfigError", "Finding", "IntervalSeries", "LayerSeries", "RunSeries", "RunState", "Series",
-           "check_run", "describe_rules", "reaches", "report", "run_report", "status_of", "validate_config",
-           "INFO", "WARN", "ERROR"]
+__all__ = ["CLOCK_RULES", "ConfigError", "Finding", "IntervalSeries", "LayerSeries", "RunSeries", "RunState",
+           "Series", "check_run", "describe_rules", "reaches", "report", "run_report", "sort_findings", "split_rules",
+           "status_of", "validate_config", "INFO", "WARN", "ERROR"]

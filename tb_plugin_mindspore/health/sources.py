@@ -87,6 +87,79 @@ def _run_info(datum):
     return info if isinstance(info, dict) else {}
 
 
+class ProviderListing:
+    """What the data provider lists for the health rules, without reading any series.
+
+    ``scalars``: ``{run: {tag: last point}}`` (``read_last_scalars``: one point per series on both loaders);
+    ``ours``: ``{run: {tag: (content, tensor time series)}}`` of the series of our plugin a rule reads (interval
+    statistics of a scalar a rule reads, per-layer vectors, run information); ``histograms``: ``{run: (tag, ...)}``.
+    ``listings``: a :class:`~tb_plugin_mindspore.reading.series_cache.Listings` (shared with the plugin's other
+    routes) or ``None`` to ask the provider directly.
+    """
+
+    def __init__(self, data_provider, ctx, experiment_id, listings=None):
+        from ..reading import series_cache
+
+        listings = listings or series_cache.Listings(data_provider, ttl=0.0)
+        self.scalars = listings.last_scalars(ctx, experiment_id)
+        self.ours = {}
+        for run, tags in listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME).items():
+            for tag, ts in tags.items():
+                content = _content(ts.plugin_content)
+                if content is not None and _rule_reads(content, tag):
+                    self.ours.setdefault(run, {})[tag] = (content, ts)
+        try:
+            hists = listings.tensors(ctx, experiment_id, HISTOGRAMS_PLUGIN)
+        except Exception:  # a provider without histograms must not stop the check
+            hists = {}
+        self.histograms = {run: tuple(sorted(tags)) for run, tags in hists.items()}
+
+    def runs(self, only=None):
+        """Runs with scalars or our plugin's data (restricted to ``only``), sorted."""
+        names = set(self.scalars) | set(self.ours)
+        if only:
+            names &= set(only)
+        return sorted(names)
+
+    def token(self, run, logdir=None):
+        """Changes whenever anything a rule reads of ``run`` changes: the last point of every series read, the tag
+        names, the event files' size and modification time (hashable)."""
+        scalars = self.scalars.get(run) or {}
+        read = tuple(sorted((t, int(d.step), float(d.wall_time)) for t, d in scalars.items() if is_needed_tag(t)))
+        ours = tuple(sorted((t, int(ts.max_step), float(ts.max_wall_time))
+                            for t, (_, ts) in (self.ours.get(run) or {}).items()))
+        directory = run_dir(logdir, run)
+        files = file_stats(directory) if directory is not None else None
+        return (read, frozenset(scalars), ours, self.histograms.get(run, ()), files)
+
+
+_CONTENT_MEMO = {}
+
+
+def _content(raw):
+    """Parsed plugin content, or ``None`` (memoized: listings repeat the same few contents on every request)."""
+    raw = bytes(raw or b"")
+    if raw in _CONTENT_MEMO:
+        return _CONTENT_MEMO[raw]
+    try:
+        content = metadata.parse_content(raw)
+    except (metadata.ContentError, ValueError, RecursionError) as e:
+        logger.warning("health: skipping a series with unreadable plugin content: %s", type(e).__name__)
+        content = None
+    if len(_CONTENT_MEMO) > 4096:
+        _CONTENT_MEMO.clear()
+    _CONTENT_MEMO[raw] = content
+    return content
+
+
+def _rule_reads(content, tag):
+    kind = content.get("kind")
+    if kind == metadata.KIND_INTERVAL:
+        of = content.get("of") or metadata.scalar_tag_of_interval(tag)
+        return bool(of) and is_needed_tag(of)
+    return kind in (metadata.KIND_LAYERS, metadata.KIND_RUN_INFO)
+
+
 def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, now=None):
     """``[RunSeries]`` of the runs the data provider knows (or only ``runs``), sorted by name.
 
@@ -97,98 +170,90 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
       logdir: the server's own local logdir; enables event-file size and modification time per run.
       now: the time the check runs at (default: ``time.time()``).
     """
+    listing = ProviderListing(data_provider, ctx, experiment_id)
+    return read_runs(data_provider, ctx, experiment_id, listing, listing.runs(runs), logdir=logdir, now=now)
+
+
+def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None):
+    """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
+
+    Reads every stored point of the series a rule uses, in one provider call for the scalars of all these runs
+    and one for our plugin's series."""
     from tensorboard.data import provider as tb_provider
 
     now = time.time() if now is None else float(now)
-    rtf = tb_provider.RunTagFilter(runs=list(runs)) if runs else None
-    scalar_list = data_provider.list_scalars(ctx, experiment_id=experiment_id, plugin_name=SCALARS_PLUGIN,
-                                             run_tag_filter=rtf)
-    ours_list = data_provider.list_tensors(ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME,
-                                           run_tag_filter=rtf)
-    try:
-        hist_list = data_provider.list_tensors(ctx, experiment_id=experiment_id, plugin_name=HISTOGRAMS_PLUGIN,
-                                               run_tag_filter=rtf)
-    except Exception:  # a provider without histograms must not stop the check
-        hist_list = {}
-    names = set(scalar_list) | set(ours_list)
-    if runs:
-        names &= set(runs)
+    names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
     if not names:
         return []
-
-    # Read only what a rule uses; every other tag is still listed (for the "no loss among these tags" message).
-    wanted = sorted({tag for run in names for tag in (scalar_list.get(run) or {}) if is_needed_tag(tag)})
+    wanted = sorted({t for run in names for t in (listing.scalars.get(run) or {}) if is_needed_tag(t)})
     scalar_data = data_provider.read_scalars(
         ctx, experiment_id=experiment_id, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(names), tags=wanted),
+        run_tag_filter=tb_provider.RunTagFilter(runs=names, tags=wanted),
     ) if wanted else {}
-    contents = {}
-    for run, tags in ours_list.items():
-        for tag, ts in tags.items():
-            try:
-                contents[(run, tag)] = metadata.parse_content(ts.plugin_content)
-            except metadata.ContentError as e:
-                logger.warning("health: skipping %s/%s: %s", run, tag, e)
+    tensor_tags = sorted({t for run in names for t in (listing.ours.get(run) or {})})
     tensor_data = data_provider.read_tensors(
         ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(names)),
-    ) if contents else {}
+        run_tag_filter=tb_provider.RunTagFilter(runs=names, tags=tensor_tags),
+    ) if tensor_tags else {}
+    return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now)
+            for run in names]
 
-    out = []
-    for run in sorted(names):
-        scalars = {}
-        first_wall, last_wall = None, None
-        for tag, points in (scalar_data.get(run) or {}).items():
-            if not points:
-                continue
-            s = Series.from_points(tag, [p.step for p in points], [p.wall_time for p in points],
-                                   [p.value for p in points])
-            scalars[tag] = s
-            lo, hi = float(np.min(s.wall_times)), float(np.max(s.wall_times))
-            first_wall = lo if first_wall is None else min(first_wall, lo)
-            last_wall = hi if last_wall is None else max(last_wall, hi)
-        listed = scalar_list.get(run) or {}
-        other = tuple(sorted(t for t in listed if t not in scalars))
-        for ts in listed.values():
-            wall = getattr(ts, "max_wall_time", None)
-            if wall is not None and math.isfinite(wall):
-                last_wall = wall if last_wall is None else max(last_wall, wall)
-        intervals, layers, info = {}, {}, {}
-        for tag, data in (tensor_data.get(run) or {}).items():
-            content = contents.get((run, tag))
-            if content is None or not data:
-                continue
-            kind = content.get("kind")
-            if kind == metadata.KIND_RUN_INFO:
-                info = _run_info(sorted(data, key=lambda d: d.step)[-1])
-                continue
-            walls = [d.wall_time for d in data]
-            last_wall = max(walls + ([last_wall] if last_wall is not None else []))
-            if kind == metadata.KIND_INTERVAL:
-                of = content.get("of") or metadata.scalar_tag_of_interval(tag)
-                rows = []
-                for d in data:
-                    v = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
-                    if v.size == len(metadata.INTERVAL_FIELDS):
-                        rows.append([d.step] + v.tolist())
-                if of and rows:
-                    intervals[of] = IntervalSeries.from_rows(of, rows)
-            elif kind == metadata.KIND_LAYERS:
-                names_ = list(content.get("layers") or [])
-                keep = [d for d in data if np.asarray(d.numpy).size == len(names_)]
-                if names_ and keep:
-                    layers[tag] = LayerSeries.from_rows(
-                        tag, names_, [d.step for d in keep], [d.wall_time for d in keep],
-                        [np.asarray(d.numpy, dtype=np.float64).reshape(-1) for d in keep])
-        hist_tags = tuple(sorted((hist_list.get(run) or {}).keys()))
-        state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
-        directory = run_dir(logdir, run)
-        if directory is not None:
-            total, newest, count = file_stats(directory)
-            state.total_bytes, state.last_modified, state.event_files = total, newest, count
-        out.append(RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
-                             histogram_tags=hist_tags, other_tags=other))
-    return out
+
+def _run_series(run, scalar_points, tensor_points, listing, logdir, now):
+    scalars = {}
+    first_wall, last_wall = None, None
+    for tag, points in scalar_points.items():
+        if not points:
+            continue
+        n = len(points)
+        s = Series.from_points(tag, np.fromiter((p.step for p in points), np.int64, n),
+                               np.fromiter((p.wall_time for p in points), np.float64, n),
+                               np.fromiter((p.value for p in points), np.float64, n))
+        scalars[tag] = s
+        lo, hi = float(np.min(s.wall_times)), float(np.max(s.wall_times))
+        first_wall = lo if first_wall is None else min(first_wall, lo)
+        last_wall = hi if last_wall is None else max(last_wall, hi)
+    listed = listing.scalars.get(run) or {}
+    other = tuple(sorted(t for t in listed if t not in scalars))
+    for datum in listed.values():
+        wall = getattr(datum, "wall_time", None)
+        if wall is not None and math.isfinite(wall):
+            last_wall = wall if last_wall is None else max(last_wall, wall)
+    intervals, layers, info = {}, {}, {}
+    contents = listing.ours.get(run) or {}
+    for tag, data in tensor_points.items():
+        content = (contents.get(tag) or (None, None))[0]
+        if content is None or not data:
+            continue
+        kind = content.get("kind")
+        if kind == metadata.KIND_RUN_INFO:
+            info = _run_info(sorted(data, key=lambda d: d.step)[-1])
+            continue
+        newest = max(d.wall_time for d in data)
+        last_wall = newest if last_wall is None else max(last_wall, newest)
+        if kind == metadata.KIND_INTERVAL:
+            of = content.get("of") or metadata.scalar_tag_of_interval(tag)
+            rows = []
+            for d in data:
+                v = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
+                if v.size == len(metadata.INTERVAL_FIELDS):
+                    rows.append([d.step] + v.tolist())
+            if of and rows:
+                intervals[of] = IntervalSeries.from_rows(of, rows)
+        elif kind == metadata.KIND_LAYERS:
+            names_ = list(content.get("layers") or [])
+            keep = [d for d in data if np.asarray(d.numpy).size == len(names_)]
+            if names_ and keep:
+                layers[tag] = LayerSeries.from_rows(
+                    tag, names_, [d.step for d in keep], [d.wall_time for d in keep],
+                    [np.asarray(d.numpy, dtype=np.float64).reshape(-1) for d in keep])
+    state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
+    directory = run_dir(logdir, run)
+    if directory is not None:
+        total, newest, count = file_stats(directory)
+        state.total_bytes, state.last_modified, state.event_files = total, newest, count
+    return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
+                     histogram_tags=listing.histograms.get(run, ()), other_tags=other)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -278,9 +343,33 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         if directory is not None:
             total, newest, count = file_stats(directory, _is_ms_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
-        out.append(RunSeries(run=run, scalars=scalars, state=state,
+        info = {}
+        if not scalars:
+            holds = _ms_holds(reader, run, tags)
+            if holds:
+                info["mindspore_holds"] = holds
+        out.append(RunSeries(run=run, scalars=scalars, state=state, info=info,
                              histogram_tags=tuple(tags.get("histograms", []))))
     return out
+
+
+def _ms_holds(reader, run, tags):
+    """What a MindSpore run without scalars holds, in words ("MindSpore lineage (evaluation metrics acc=0.5)"),
+    or "" when it holds nothing."""
+    parts = []
+    for kind, label in (("histograms", "histogram"), ("tensors", "tensor"), ("images", "image"),
+                        ("landscapes", "loss landscape")):
+        n = len(tags.get(kind, []))
+        if n:
+            parts.append("%d %s tag%s" % (n, label, "" if n == 1 else "s"))
+    try:
+        hparams = reader.lineage(run).get("hparams", {})
+    except (AttributeError, KeyError):
+        hparams = {}
+    if hparams:
+        metrics = ["%s=%s" % (k.split("/", 1)[1], hparams[k]) for k in sorted(hparams) if k.startswith("metric/")]
+        parts.append("MindSpore lineage" + (" (evaluation metrics %s)" % ", ".join(metrics[:6]) if metrics else ""))
+    return ", ".join(parts)
 
 
 def _has_ms_files(path):

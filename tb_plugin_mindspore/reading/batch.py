@@ -28,6 +28,7 @@ class ScalarsBatch:
         self._provider = data_provider
         self._cache = cache
         self._listings = series_cache.listings_for(data_provider)
+        self._flights = series_cache.SingleFlight()
 
     def read(self, ctx, eid, runs, tags, max_points):
         """JSON text ``{"series": [scalars answer, ...], "missing": [[run, tag], ...]}`` for every (run, tag) pair
@@ -63,17 +64,37 @@ class ScalarsBatch:
                 else:
                     texts[(run, tag)] = text
         for run, run_tags in todo.items():
-            series = read_series(self._provider, ctx, eid, run, run_tags, max_points,
-                                 with_interval=[t for t in run_tags if tokens[(run, t)][2]])
+            # Identical requests arriving together (a page opened in several tabs, many clients) read once.
+            flight = ("batch", run, tuple(run_tags), max_points, tuple(tokens[(run, t)][1] for t in run_tags))
+            got = self._flights.do(flight, lambda run=run, run_tags=run_tags: self._compute(
+                ctx, eid, run, run_tags, max_points, tokens))
             for tag in run_tags:
-                key, token, _ = tokens[(run, tag)]
-                body = series.get(tag)
-                if body is None:  # vanished between the two calls
+                text = got.get(tag)
+                if text is None:  # vanished between the two calls
                     missing.append([run, tag])
-                    continue
-                texts[(run, tag)] = self._cache.put(key, token, encode.dumps(body))
+                else:
+                    texts[(run, tag)] = text
         parts = [texts[(r, t)] for r in runs for t in tags if (r, t) in texts]
         return '{"series":[%s],"missing":%s}' % (",".join(parts), encode.dumps(missing))
+
+    def _compute(self, ctx, eid, run, run_tags, max_points, tokens):
+        """{tag: JSON text or None} of one run's series, stored in the cache."""
+        out, todo = {}, []
+        for tag in run_tags:  # another request may have stored some of them meanwhile
+            key, token, _ = tokens[(run, tag)]
+            out[tag] = self._cache.get(key, token)
+            if out[tag] is None:
+                todo.append(tag)
+        if not todo:
+            return out
+        series = read_series(self._provider, ctx, eid, run, todo, max_points,
+                             with_interval=[t for t in todo if tokens[(run, t)][2]])
+        for tag in todo:
+            key, token, _ = tokens[(run, tag)]
+            body = series.get(tag)
+            if body is not None:
+                out[tag] = self._cache.put(key, token, encode.dumps(body))
+        return out
 
 
 def read_series(data_provider, ctx, eid, run, tags, max_points, with_interval=()):

@@ -10,6 +10,7 @@ first). Thread-safe: TensorBoard serves requests from several threads.
 
 import collections
 import threading
+from concurrent import futures
 
 DEFAULT_MAX_BYTES = 96 * 1024 * 1024
 DEFAULT_MAX_ENTRIES = 4096
@@ -59,6 +60,75 @@ class ResponseCache:
 
     def __len__(self):
         return len(self._items)
+
+
+# How long a caller waits for a computation another request started before it gives up (the computation goes on
+# and its answer is kept for the next caller).
+WAIT_SECS = 120.0
+
+
+class SingleFlight:
+    """Concurrent requests for the same answer share one computation.
+
+    The first caller for a key computes; later callers for that key, while it runs, wait for its result (or get its
+    exception). ``shared`` counts the callers that were spared a computation. Thread-safe.
+    """
+
+    def __init__(self, wait_secs=WAIT_SECS):
+        self.wait_secs = wait_secs
+        self._lock = threading.Lock()
+        self._flights = {}  # key -> Future
+        self.shared = 0
+
+    def claim(self, keys):
+        """``(mine, theirs)``: the keys this caller must compute (and then :meth:`resolve` or :meth:`fail`), and
+        ``{key: Future}`` of the keys another caller is computing now."""
+        mine, theirs = [], {}
+        with self._lock:
+            for key in keys:
+                flight = self._flights.get(key)
+                if flight is None:
+                    self._flights[key] = futures.Future()
+                    mine.append(key)
+                else:
+                    theirs[key] = flight
+                    self.shared += 1
+        return mine, theirs
+
+    def resolve(self, key, value):
+        with self._lock:
+            flight = self._flights.pop(key, None)
+        if flight is not None:
+            flight.set_result(value)
+
+    def fail(self, key, error):
+        with self._lock:
+            flight = self._flights.pop(key, None)
+        if flight is not None:
+            flight.set_exception(error)
+
+    def wait(self, flight):
+        """The result of another caller's computation (its exception is raised here too)."""
+        try:
+            return flight.result(timeout=self.wait_secs)
+        except futures.TimeoutError:
+            raise TimeoutError("a shared computation took longer than %.0f s" % self.wait_secs)
+
+    def do(self, key, compute):
+        """``compute()``, or the result of the identical computation already running."""
+        mine, theirs = self.claim([key])
+        if not mine:
+            return self.wait(theirs[key])
+        try:
+            value = compute()
+        except BaseException as e:
+            self.fail(key, e)
+            raise
+        self.resolve(key, value)
+        return value
+
+    def __len__(self):
+        return len(self._flights)
 
 
 # How long a freshness token (or a listing) read from the data provider is reused. TensorBoard itself reloads the
