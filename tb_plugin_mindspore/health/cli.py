@@ -86,7 +86,13 @@ def run_check(args):
 
     from . import sources
 
-    runs = sources.runs_from_logdir(path)
+    from ..reading import safe_view
+
+    problems = safe_view.problems(path)
+    for p in problems:  # files left out or read only in part: on stderr, so the JSON on stdout stays as it is
+        where = "" if p["offset"] is None else " at byte %d" % p["offset"]
+        print("%s check: warning: %s%s: %s" % (PROG, p["file"], where, p["reason"]), file=sys.stderr)
+    runs = sources.runs_from_logdir(path, problems=problems)
     if not runs:
         return _error("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
                       "data)" % path)

@@ -284,12 +284,19 @@ def load_provider(logdir):
     return data_provider.MultiplexerDataProvider(mux, logdir)
 
 
-def runs_from_logdir(logdir, now=None, include_ms=True):
-    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files)."""
+def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
+    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files).
+
+    Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
+    as ``reading.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
+    """
     from tensorboard import context as tb_context
 
+    from ..reading import safe_view
+
     logdir = os.path.abspath(os.path.expanduser(str(logdir)))
-    provider = load_provider(logdir)
+    with safe_view.safe_view(logdir, problems) as view:
+        provider = load_provider(view)
     runs = runs_from_provider(provider, tb_context.RequestContext(), "", logdir=logdir, now=now)
     if include_ms:
         taken = {r.run for r in runs}
