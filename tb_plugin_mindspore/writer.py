@@ -6,20 +6,24 @@ return. A background thread builds the protos (``summary.py``), frames them (``r
 * Never blocks training: when the queue is full the item is dropped, counted, and a warning is logged (at most
   once every 30 s); ``dropped`` tells how many.
 * Flushes at least every ``flush_secs`` seconds, so after ``kill -9`` everything older than that is on disk.
-* ``close()`` drains the queue and is safe to call twice; all open writers are closed at interpreter exit and, if
-  :func:`install_signal_handlers` was called, on SIGINT / SIGTERM before the previous handlers run.
-* A write error (disk full, permissions) stops this writer with one warning; training goes on.
+* ``close()`` drains the queue and is safe to call twice; all open writers are closed at interpreter exit. With
+  :func:`install_signal_handlers`, SIGINT (Ctrl-C) writes out everything queued and leaves the writers open (if
+  the interrupt is caught and training goes on, recording goes on), SIGTERM closes them when it ends the process.
+* Nothing raises into the caller: a write error (disk full, read-only, permissions) stops this writer with one
+  warning and training goes on; a run folder or event file removed while the run writes is noticed at the next
+  write, warned about once, recreated, and writing continues in a new part (with the run info and hparams).
 * Optional size-based rotation (``max_file_bytes``): the file is closed and a new part
   ``<name>.part0001``, ``.part0002``, ... is started (names sort in write order, as TensorBoard reads them).
-* Optional budget for the whole run folder (``max_run_bytes``): after a rotation, the oldest closed parts of this
-  writer are removed, with a log line, until the folder fits. Run-level values written with ``sticky=True`` (run
-  info, hparams) are written again into the current part when the part holding them is removed.
+* Optional budget for this writer's files (``max_run_bytes``): after a rotation, its oldest closed parts are
+  removed, with a log line, until its own files fit (other writers' files, e.g. other ranks' subfolders, are not
+  counted). Run-level values written with ``sticky=True`` (run info, hparams) are written again into the current
+  part when the part holding them is removed.
 """
 
 import atexit
+import collections
 import logging
 import os
-import queue
 import signal
 import socket
 import threading
@@ -33,9 +37,18 @@ from . import records, summary
 logger = logging.getLogger(__name__)
 
 _STOP = object()
-_FLUSH = object()
+_POLL_SECS = 0.05           # the writer thread looks at its queue this often
 _open_writers = weakref.WeakSet()
 _open_writers_lock = threading.Lock()
+
+
+class _Marker:
+    """Put on the queue by flush(): set once everything queued before it is written and flushed."""
+
+    __slots__ = ("done",)
+
+    def __init__(self):
+        self.done = False
 
 
 def check_sizes(max_file_bytes=None, max_run_bytes=None):
@@ -64,7 +77,7 @@ class SummaryWriter:
       max_queue: items that may wait for the writer thread; more are dropped and counted.
       max_file_bytes: start a new part when the current file reaches this size (None: never rotate). With only
         ``max_run_bytes`` set, parts are a quarter of the budget (at most 64 MiB).
-      max_run_bytes: budget for all files under ``logdir``; oldest closed parts of this writer are removed first.
+      max_run_bytes: budget for this writer's files; its oldest closed parts are removed first.
     """
 
     _counter = 0
@@ -77,7 +90,6 @@ class SummaryWriter:
             raise ValueError("max_queue must be >= 1, got %r" % (max_queue,))
         max_file_bytes, max_run_bytes = check_sizes(max_file_bytes, max_run_bytes)
         self.logdir = str(logdir)
-        os.makedirs(self.logdir, exist_ok=True)
         with SummaryWriter._counter_lock:
             SummaryWriter._counter += 1
             counter = SummaryWriter._counter
@@ -86,13 +98,18 @@ class SummaryWriter:
         self.path = self.base_path
         self.parts = [self.path]    # every part this writer made that still exists, oldest first
         self.removed_parts = []
+        self.recreated = 0          # times the file (or the whole run folder) vanished and was made again
         self.max_file_bytes = max_file_bytes
         self.max_run_bytes = max_run_bytes
         self._part_index = 0
         self._file_bytes = 0
         self._sticky = []           # [event bytes, part]: written again when the part holding them is removed
         self._flush_secs = float(flush_secs)
-        self._queue = queue.Queue(maxsize=max_queue)
+        # A deque, not a queue.Queue: append / popleft take no Python-level lock, so a signal handler that
+        # interrupts the training thread anywhere can still wait for the writer without deadlocking.
+        self._items = collections.deque()
+        self._max_queue = int(max_queue)
+        self._wake = threading.Event()
         self.dropped = 0
         self.failed = None          # the OSError that stopped writing, if any
         self._last_drop_warning = 0.0
@@ -101,10 +118,11 @@ class SummaryWriter:
         self._file = None
         self._tags_with_metadata = set()
         try:
+            os.makedirs(self.logdir, exist_ok=True)
             self._file = open(self.path, "ab")
             self._write_header()
             self._file.flush()
-        except OSError as e:
+        except (OSError, ValueError) as e:
             self._fail(e)
         self._thread = threading.Thread(target=self._run, name="tb-mindspore-writer", daemon=True)
         self._thread.start()
@@ -139,10 +157,7 @@ class SummaryWriter:
     def _submit(self, step, wall_time, builder, args, sticky=False):
         if self._closed or self.failed is not None:
             return
-        item = (int(step), time.time() if wall_time is None else float(wall_time), builder, args, sticky)
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
+        if len(self._items) >= self._max_queue:
             self.dropped += 1
             now = time.monotonic()
             if now - self._last_drop_warning > 30:
@@ -151,36 +166,40 @@ class SummaryWriter:
                     "tb-mindspore: writer queue full, %d value(s) dropped so far (raise max_queue or record less often)",
                     self.dropped,
                 )
+            return
+        self._items.append((int(step), time.time() if wall_time is None else float(wall_time), builder, args, sticky))
 
     # -- the writer thread ---------------------------------------------------------------------------------------
     def _run(self):
         last_flush = time.monotonic()
         dirty = False
         while True:
-            timeout = max(0.0, self._flush_secs - (time.monotonic() - last_flush))
             try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                item = _FLUSH
-            if item is _STOP:
-                self._flush_file()
-                return
-            if item is _FLUSH:
-                if dirty:
+                stop = False
+                markers = []
+                while self._items:
+                    item = self._items.popleft()
+                    if item is _STOP:
+                        stop = True
+                        break
+                    if isinstance(item, _Marker):
+                        markers.append(item)
+                        continue
+                    if self.failed is None:
+                        self._write_item(item)
+                        dirty = True
+                if stop or markers or (dirty and time.monotonic() - last_flush >= self._flush_secs):
                     self._flush_file()
                     dirty = False
-                last_flush = time.monotonic()
-                continue
-            if item[2] is _mark_done:
-                _mark_done(*item[3])
-                continue
-            if self.failed is None:
-                self._write_item(item)
-                dirty = True
-            if time.monotonic() - last_flush >= self._flush_secs:
-                self._flush_file()
-                dirty = False
-                last_flush = time.monotonic()
+                    last_flush = time.monotonic()
+                for m in markers:
+                    m.done = True
+                if stop:
+                    return
+            except Exception:   # never let the writer thread die: a dead thread would block flush and close
+                logger.exception("tb-mindspore: writer error on %s", self.path)
+            self._wake.wait(_POLL_SECS)
+            self._wake.clear()
 
     def _write_item(self, item):
         step, wall_time, builder, args, sticky = item
@@ -191,6 +210,7 @@ class SummaryWriter:
             return
         if value is None:
             return
+        self._check_file()
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         if not sticky:
             # TensorBoard reads a tag's metadata from its first event only: repeating it (e.g. 200 layer names on
@@ -213,9 +233,6 @@ class SummaryWriter:
         header = event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
         self._write_bytes(records.frame(header.SerializeToString()))
 
-    def _write_event(self, event):
-        self._write_bytes(records.frame(event.SerializeToString()))
-
     def _write_bytes(self, data):
         if self.failed is not None or self._file is None:
             return
@@ -223,7 +240,7 @@ class SummaryWriter:
             with self._lock:
                 self._file.write(data)
                 self._file_bytes += len(data)
-        except OSError as e:
+        except (OSError, ValueError) as e:
             self._fail(e)
 
     def _flush_file(self):
@@ -231,7 +248,7 @@ class SummaryWriter:
             with self._lock:
                 if self._file is not None and not self._file.closed:
                     self._file.flush()
-        except OSError as e:
+        except (OSError, ValueError) as e:
             self._fail(e)
 
     def _fail(self, error):
@@ -239,28 +256,64 @@ class SummaryWriter:
             self.failed = error
             logger.warning("tb-mindspore: stopped writing %s (%s); training continues without monitoring",
                            self.path, error)
+        with self._lock:
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except (OSError, ValueError):   # unwritable buffered bytes: nothing more to do with them
+                    pass
+                self._file = None
+
+    def _check_file(self):
+        """If our file was removed (its folder deleted, or the file itself), start a new part in a new folder."""
+        if self.failed is not None or self._file is None:
+            return
+        try:
+            gone = os.fstat(self._file.fileno()).st_nlink == 0
+        except (OSError, ValueError):
+            gone = True
+        if not gone:
+            return
+        self.recreated += 1
+        if self.recreated == 1:
+            logger.warning("tb-mindspore: %s was removed while the run was writing it; recreating %s and "
+                           "going on in a new file", os.path.basename(self.path), self.logdir)
+        if self.path in self.parts:
+            self.parts.remove(self.path)
+        self._new_part()
+        for entry in self._sticky:
+            self._write_bytes(entry[0])
+            entry[1] = self.path
 
     # -- rotation and budget (writer thread) -----------------------------------------------------------------------
-    def _rotate(self):
+    def _new_part(self):
+        """Closes the current file and opens the next part (recreating the folder if it is gone)."""
         try:
             with self._lock:
-                self._file.flush()
-                self._file.close()
+                try:
+                    self._file.close()
+                except (OSError, ValueError) as e:
+                    logger.warning("tb-mindspore: could not finish %s: %s", self.path, e)
+                self._file = None
                 self._part_index += 1
                 self.path = "%s.part%04d" % (self.base_path, self._part_index)
+                os.makedirs(self.logdir, exist_ok=True)
                 self._file = open(self.path, "ab")
                 self._file_bytes = 0
                 self._tags_with_metadata = set()
                 self.parts.append(self.path)
         except OSError as e:
             self._fail(e)
-            return
+            return False
         self._write_header()
-        if self.max_run_bytes is not None:
+        return self.failed is None
+
+    def _rotate(self):
+        if self._new_part() and self.max_run_bytes is not None:
             self._enforce_budget()
 
     def _enforce_budget(self):
-        total = _folder_bytes(self.logdir)
+        total = _files_bytes(self.parts)
         while total > self.max_run_bytes and len(self.parts) > 1:
             oldest = self.parts.pop(0)
             try:
@@ -279,44 +332,47 @@ class SummaryWriter:
                     entry[1] = self.path
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
-    def flush(self, timeout=10.0):
+    def flush(self, timeout=10.0, _from_signal=False):
         """Waits until everything submitted so far is written and flushed (at most ``timeout`` seconds)."""
-        if self._closed or self.failed is not None:
+        if self._closed or self.failed is not None or not self._thread.is_alive():
             return
+        marker = _Marker()
+        self._items.append(marker)
+        if not _from_signal:    # Event.set takes a lock the interrupted thread may hold
+            self._wake.set()
         deadline = time.monotonic() + timeout
-        while not self._queue.empty() and time.monotonic() < deadline and self._thread.is_alive():
-            time.sleep(0.005)
-        # One more round trip so the item being written is finished.
-        done = threading.Event()
-        try:
-            self._queue.put((-1, 0.0, _mark_done, (done,), False), timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Full:
-            return
-        done.wait(max(0.0, deadline - time.monotonic()))
-        self._flush_file()
+        while not marker.done and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.002)
 
     def close(self, timeout=30.0):
-        """Writes everything still queued, then closes the file. Safe to call more than once."""
+        """Writes everything still queued, then closes the file. Safe to call more than once; never raises."""
         if self._closed:
             return
         self._closed = True
         try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            pass
-        self._thread.join(timeout)
-        with self._lock:
-            if self._file is not None:
+            self._items.append(_STOP)
+            self._wake.set()
+            self._thread.join(timeout)
+            error = None
+            if self._lock.acquire(timeout=5.0):
                 try:
-                    self._file.flush()
-                except OSError as e:
-                    self._fail(e)
-                try:
-                    self._file.close()
-                except OSError as e:   # the buffered bytes could not be written (disk full): already reported
-                    self._fail(e)
-        with _open_writers_lock:
-            _open_writers.discard(self)
+                    if self._file is not None:
+                        self._file.flush()
+                        self._file.close()
+                except (OSError, ValueError) as e:   # unwritable buffered bytes (disk full)
+                    error = e
+                finally:
+                    self._file = None
+                    self._lock.release()
+            if error is not None:
+                self._fail(error)
+        except Exception:   # never let monitoring turn the end of training into a crash
+            logger.exception("tb-mindspore: error while closing %s", self.path)
+        if _open_writers_lock.acquire(timeout=1.0):
+            try:
+                _open_writers.discard(self)
+            finally:
+                _open_writers_lock.release()
 
     def __enter__(self):
         return self
@@ -325,31 +381,43 @@ class SummaryWriter:
         self.close()
 
 
-def _folder_bytes(folder):
+def _files_bytes(paths):
     total = 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
     return total
 
 
-def _mark_done(done):
-    done.set()
-    return None
+def _writers():
+    """The open writers (a copy); never blocks for long, even inside a signal handler."""
+    if not _open_writers_lock.acquire(timeout=1.0):
+        return []
+    try:
+        return list(_open_writers)
+    finally:
+        _open_writers_lock.release()
 
 
 def close_all():
-    """Closes every open writer (used at exit and on signals)."""
-    with _open_writers_lock:
-        writers = list(_open_writers)
-    for w in writers:
+    """Closes every open writer (used at exit and when a signal ends the process)."""
+    for w in _writers():
         try:
             w.close()
         except Exception:  # never let monitoring turn an exit into a crash
             logger.exception("tb-mindspore: error while closing %s", getattr(w, "path", "?"))
+
+
+def flush_all(timeout=5.0, _from_signal=False):
+    """Writes out everything queued in every open writer, leaving them open."""
+    deadline = time.monotonic() + timeout
+    for w in _writers():
+        try:
+            w.flush(max(0.0, deadline - time.monotonic()), _from_signal=_from_signal)
+        except Exception:
+            logger.exception("tb-mindspore: error while flushing %s", getattr(w, "path", "?"))
 
 
 atexit.register(close_all)
@@ -358,14 +426,17 @@ _installed_signals = {}
 
 
 def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
-    """On these signals, close all writers first, then run the handler that was there before.
+    """On these signals, write out all writers first, then run the handler that was there before.
 
-    Only possible from the main thread (Python's rule); elsewhere this does nothing and returns False.
-    Installing twice does not chain our handler to itself.
+    If the previous handler is Python code (SIGINT's ``KeyboardInterrupt``, a user's handler), the writers are
+    flushed and stay open: if the program goes on (the interrupt caught, a graceful-stop flag set), recording goes
+    on, and a program that ends closes them at exit. If the signal's default action ends the process, the writers
+    are closed first. Only possible from the main thread (Python's rule); elsewhere this does nothing and returns
+    False. Installing twice does not chain our handler to itself.
 
     Note: MindSpore's runtime installs its own SIGINT handler during the first training steps (replacing whatever
     Python had, ours and the user's); it ends the process with SIGTERM, which this SIGTERM handler still catches,
-    so the writers are closed on Ctrl-C as well.
+    so nothing recorded is lost on Ctrl-C then either.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
@@ -375,11 +446,12 @@ def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
         previous = signal.getsignal(sig)
 
         def handler(signum, frame, _previous=previous):
-            close_all()
             if callable(_previous):
+                flush_all(_from_signal=True)
                 _previous(signum, frame)
             elif _previous != signal.SIG_IGN:
                 # SIG_DFL, or None (a handler installed outside Python that we cannot call): the default action.
+                close_all()
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)
 
