@@ -73,6 +73,14 @@ def file_stats(directory, predicate=_is_event_file):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Through the data provider
+def _floats(value):
+    """A tensor's values as a flat float64 array; empty when they are not numbers (a hostile series is skipped)."""
+    try:
+        return np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return np.zeros(0)
+
+
 def _run_info(datum):
     try:
         raw = np.asarray(datum.numpy).reshape(-1)[0]
@@ -81,7 +89,7 @@ def _run_info(datum):
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
     try:
-        info = json.loads(raw)
+        info = metadata.loads_json(raw, "the run information")
     except (TypeError, ValueError):
         return {}
     return info if isinstance(info, dict) else {}
@@ -235,18 +243,18 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now):
             of = content.get("of") or metadata.scalar_tag_of_interval(tag)
             rows = []
             for d in data:
-                v = np.asarray(d.numpy, dtype=np.float64).reshape(-1)
+                v = _floats(d.numpy)
                 if v.size == len(metadata.INTERVAL_FIELDS):
                     rows.append([d.step] + v.tolist())
             if of and rows:
                 intervals[of] = IntervalSeries.from_rows(of, rows)
         elif kind == metadata.KIND_LAYERS:
             names_ = list(content.get("layers") or [])
-            keep = [d for d in data if np.asarray(d.numpy).size == len(names_)]
+            keep = [d for d in data if _floats(d.numpy).size == len(names_)]
             if names_ and keep:
                 layers[tag] = LayerSeries.from_rows(
                     tag, names_, [d.step for d in keep], [d.wall_time for d in keep],
-                    [np.asarray(d.numpy, dtype=np.float64).reshape(-1) for d in keep])
+                    [_floats(d.numpy) for d in keep])
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:
