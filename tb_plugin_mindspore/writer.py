@@ -270,7 +270,9 @@ class SummaryWriter:
             return
         try:
             gone = os.fstat(self._file.fileno()).st_nlink == 0
-        except (OSError, ValueError):
+        except ValueError:      # a closed file object: the write reports it
+            return
+        except OSError:
             gone = True
         if not gone:
             return

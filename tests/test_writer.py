@@ -205,3 +205,80 @@ def test_metadata_written_once_per_tag_and_file(tmp_path):
             w.layers(metadata.UPDATE_RATIO_LAYERS, names, np.full(50, 1e-3), step)
     counts = _metadata_count_per_file(tmp_path / "rot", metadata.UPDATE_RATIO_LAYERS)
     assert len(counts) > 2 and set(counts.values()) == {1}
+
+
+def _own_steps_with_budget(folder):
+    with SummaryWriter(folder, max_file_bytes=4096, max_run_bytes=16384) as w:
+        for step in range(1, 3001):
+            w.scalar(metadata.LOSS, float(step), step)
+    return [e.step for e in _accumulator(folder).Scalars(metadata.LOSS)], w
+
+
+def test_budget_counts_only_this_writers_files(tmp_path):
+    """Other writers' files (another rank's subfolder, an older run's file) do not eat this writer's budget."""
+    alone, _ = _own_steps_with_budget(tmp_path / "alone")
+    (tmp_path / "shared" / "rank1").mkdir(parents=True)
+    (tmp_path / "shared" / "rank1" / "events.out.tfevents.1.host.1.1").write_bytes(b"\0" * 200000)
+    (tmp_path / "shared" / "notes.bin").write_bytes(b"\0" * 50000)
+    shared, w = _own_steps_with_budget(tmp_path / "shared")
+    assert len(shared) == len(alone) and shared[-1] == 3000
+    assert sum(os.path.getsize(p) for p in w.parts) <= 16384
+    assert os.path.getsize(tmp_path / "shared" / "rank1" / "events.out.tfevents.1.host.1.1") == 200000
+
+
+def test_removed_run_folder_is_recreated_with_run_info(tmp_path, caplog):
+    import shutil
+
+    folder = tmp_path / "run"
+    with caplog.at_level(logging.WARNING):
+        with SummaryWriter(folder, flush_secs=0.05) as w:
+            w.run_info({"rank": 0})
+            for step in range(1, 11):
+                w.scalar(metadata.LOSS, float(step), step)
+            w.flush()
+            for _ in range(2):          # removed twice: recreated twice, one warning
+                shutil.rmtree(folder)
+                w.scalar(metadata.LOSS, 0.0, 0)
+                w.flush()
+            for step in range(11, 21):
+                w.scalar(metadata.LOSS, float(step), step)
+    assert w.recreated == 2 and w.failed is None
+    assert sum("was removed" in r.getMessage() for r in caplog.records) == 1
+    ea = _accumulator(folder)
+    assert [e.step for e in ea.Scalars(metadata.LOSS)] == [0] + list(range(11, 21))
+    assert metadata.RUN_INFO in ea.Tags()["tensors"]
+
+
+def test_close_never_raises_after_failures(tmp_path):
+    """Unwritable data at close (the file vanished under a failed writer, a closed file object): no exception."""
+    w = SummaryWriter(tmp_path / "run", flush_secs=60)
+    w.scalar(metadata.LOSS, 1.0, 1)
+    w.flush()
+    w._file.close()                     # what a failed rotation used to leave behind
+    w.scalar(metadata.LOSS, 2.0, 2)
+    w.flush()
+    w.close()
+    w.close()
+    assert isinstance(w.failed, ValueError)
+
+
+def test_ctrl_c_caught_by_the_program_keeps_recording(tmp_path):
+    """SIGINT writes everything out but leaves the writer open: a program that catches it records on."""
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+        w = SummaryWriter(sys.argv[1], flush_secs=60)
+        install_signal_handlers()
+        w.scalar("core/loss", 1.0, 1)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            from tb_plugin_mindspore import records
+            print("CAUGHT", len(list(records.read_records(open(w.path, "rb").read()))), flush=True)
+        w.scalar("core/loss", 2.0, 2)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "CAUGHT 2" in proc.stdout       # header and step 1 reached the file before KeyboardInterrupt was raised
+    assert [e.step for e in _accumulator(tmp_path).Scalars("core/loss")] == [1, 2]
