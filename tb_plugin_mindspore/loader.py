@@ -9,13 +9,18 @@ from . import metadata
 
 logger = logging.getLogger(__name__)
 
-# Keep every recorded point of our series and of scalars: the dashboard downsamples itself, keeping spikes,
-# whereas TensorBoard's reservoir sampling (1000 scalars per tag by default) silently drops steps.
-# For ingestion 0 means "keep all", but TensorBoard's own Scalars tab also reads the scalars hint as the number of
-# points to return, and 0 would make it return none: so scalars get a count no run reaches instead.
-# A user's own --samples_per_plugin value for a plugin always wins.
-KEEP_ALL_SCALARS = 10 ** 9
-SAMPLES_KEEP_ALL = {metadata.PLUGIN_NAME: 0, "scalars": KEEP_ALL_SCALARS}
+# How many points per tag TensorBoard keeps in memory (its reservoir sampling keeps a uniform sample and always the
+# newest point). Keeping every point made the server grow with every point written (about 0.7 KB per point on
+# the Python loader), so the limits are finite, chosen so that a spike or a NaN is never hidden by the sampling
+# on runs of ordinary length:
+# * ``mindspore`` (our interval statistics, per-layer vectors, run info, landscapes): 20,000 per tag. Each interval
+#   row holds the min / max / NaN count of every step since the previous recorded point, so while a tag's rows
+#   are all kept (a run of 200,000 steps at collect_freq=10), every step's extremes and NaNs are in the tab;
+# * ``scalars``: 10,000 per tag (TensorBoard's default is 1,000). Longer series are sampled, but on our core tags
+#   the band drawn from the interval rows still shows what the sampled line misses.
+# Beyond those lengths rows are sampled too (``tb-mindspore check`` still reads every point from the files);
+# ``--samples_per_plugin mindspore=0,scalars=0`` keeps everything. A user's own value for a plugin always wins.
+SAMPLE_LIMITS = {metadata.PLUGIN_NAME: 20_000, "scalars": 10_000}
 
 
 class MindSporeLoader(base_plugin.TBLoader):
@@ -23,7 +28,7 @@ class MindSporeLoader(base_plugin.TBLoader):
         samples = getattr(flags, "samples_per_plugin", None)
         if not isinstance(samples, dict):
             samples = {}
-        for plugin_name, count in SAMPLES_KEEP_ALL.items():
+        for plugin_name, count in SAMPLE_LIMITS.items():
             samples.setdefault(plugin_name, count)
         flags.samples_per_plugin = samples
 

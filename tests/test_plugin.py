@@ -9,6 +9,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tb_harness import App
+from tb_plugin_mindspore import loader
 from tb_plugin_mindspore.writer import SummaryWriter
 
 CORE_TAGS = {"core/loss", "core/learning_rate", "core/grad_norm"}
@@ -178,10 +179,46 @@ def test_users_samples_per_plugin_wins(long_run, load_fast):
     a = App(root, load_fast=load_fast, extra_argv=["--samples_per_plugin", "scalars=50"])
     try:
         assert a.flags.samples_per_plugin["scalars"] == 50
-        assert a.flags.samples_per_plugin["mindspore"] == 0
+        assert a.flags.samples_per_plugin["mindspore"] == loader.SAMPLE_LIMITS["mindspore"]
         a.wait_for_runs(["run"])
         a.wait_for_last_step("run", "core/loss", 4999)
         assert a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)["total_points"] == 50
+    finally:
+        a.close()
+
+
+@pytest.fixture(scope="module")
+def longer_than_the_scalar_limit(tmp_path_factory):
+    """More recorded points than the scalars limit, each with its interval row; one NaN step and one spike hidden
+    between recorded points (only the interval rows know them)."""
+    root = tmp_path_factory.mktemp("limits")
+    n = loader.SAMPLE_LIMITS["scalars"] + 2000
+    with SummaryWriter(root / "run", max_queue=4 * n) as w:
+        for step in range(1, n + 1):
+            w.scalar("core/loss", 1.0, step, wall_time=1.7e9 + step)
+            nonfinite = 1 if step == 777 else 0
+            high = 500.0 if step == 9001 else 1.1
+            w.interval("core/loss", 0.9, 1.0, high, 10, nonfinite, step, wall_time=1.7e9 + step)
+    return root, n
+
+
+@pytest.mark.parametrize("load_fast", ["false", "true"])
+def test_sample_limits_bound_scalars_and_keep_every_interval_row(longer_than_the_scalar_limit, load_fast):
+    root, n = longer_than_the_scalar_limit
+    a = App(root, load_fast=load_fast)
+    try:
+        assert a.flags.samples_per_plugin == loader.SAMPLE_LIMITS
+        a.wait_for_runs(["run"])
+        a.wait_for_last_step("run", "core/loss", n)
+        body = a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)
+        assert body["total_points"] == loader.SAMPLE_LIMITS["scalars"] < n   # the line is a sample ...
+        band = {row[0]: row for row in body["interval"]}
+        assert len(band) == n                                                  # ... the band has every row
+        assert band[777][5] == 1 and band[9001][3] == 500.0
+        small = a.plugin("/scalars", run="run", tag="core/loss", max_points=300)["interval"]
+        assert max(r[3] for r in small) == 500.0 and sum(r[5] for r in small) == 1
+        findings = a.plugin("/health", run="run")["runs"][0]["findings"]
+        assert any(f["rule"] == "nonfinite" for f in findings), findings
     finally:
         a.close()
 
