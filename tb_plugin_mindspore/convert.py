@@ -1,11 +1,13 @@
 """``tb-mindspore convert LOGDIR [--out DIR]``: MindSpore's ``_MS`` summary files as standard TensorBoard event files.
 
-Every summary file under LOGDIR (``*.out.events.summary.*``, whatever its suffix) becomes one tfevents file in the
-same relative folder under OUT, named by swapping ``.out.events.summary.`` for ``.out.tfevents.``:
+Every summary file under LOGDIR (``*.out.events.summary.*``, whatever its suffix, and the names MindInsight accepted,
+see ``ms_logdir.file_kind``) becomes one tfevents file in the same relative folder under OUT, named by swapping
+``.out.events.summary.`` for ``.out.tfevents.`` (other names get ``events.out.tfevents.`` in front):
 
 * scalars -> ``simple_value`` (Scalars tab, ``EventAccumulator.Scalars``, ``tbparse``)
 * histograms -> TensorBoard's histogram format, a k x 3 tensor of ``[left, right, count]`` (Histograms and
-  Distributions tabs). MindSpore's NaN / Inf counts have no place there and are left out.
+  Distributions tabs), the outer edges cut to the tensor's exact minimum and maximum. MindSpore's NaN / Inf counts
+  have no place there and are left out (the MindSpore tab shows them when it reads the ``_MS`` files).
 * images -> TensorBoard images (the PNG bytes as MindSpore encoded them)
 * tensors -> tensors of this plugin (kind ``tensor``, the MindSpore dtype and shape kept)
 * loss landscapes -> this plugin's landscape format (kind ``landscape``, a JSON string tensor)
@@ -15,6 +17,13 @@ same relative folder under OUT, named by swapping ``.out.events.summary.`` for `
   so TensorBoard's HParams tab lists the run
 
 The computational graph is not converted (MindSpore's graph format is not TensorFlow's).
+
+As in the MindSpore tab (``ms_logdir``): several summary files in one run folder (a re-run, a resume) are taken in
+creation order and a later file supersedes the earlier ones from its first step on, per series (the earlier
+files' points at or after it are not written; an earlier file already converted is converted again when a later
+file changes that); and one name used for several kinds in a run (an image and a tensor both named ``x``) keeps
+the name for the kind seen first and gets MindSpore's kind suffix for the others (``x[:Tensor]``), because
+TensorBoard's loaders drop series, or whole runs, whose tag has several plugins.
 
 OUT defaults to ``<LOGDIR>_tfevents`` next to LOGDIR, so that ``tensorboard --logdir LOGDIR`` does not show each
 value twice (once from the ``_MS`` file through this plugin, once from the converted copy). Point TensorBoard at
@@ -34,10 +43,13 @@ import sys
 import time
 
 from . import records
-from .reading import logdir_status, ms_files
+from .reading import logdir_status, ms_files, ms_lineage, ms_logdir
 
 STATE_NAME = ".tb-mindspore-convert.json"
 STATE_VERSION = 1
+# MindSpore Summary.Value field -> the reader's kind names (ms_logdir.KINDS).
+VALUE_KINDS = {"scalar_value": "scalars", "histogram": "histograms", "tensor": "tensors", "image": "images",
+               "loss_landscape": "landscapes"}
 CHUNK_BYTES = 16 << 20
 MAX_LISTED_WARNINGS = 20
 
@@ -72,7 +84,7 @@ def _find_sources(logdir, out):
             dirs[:] = []
             continue
         for name in sorted(names):
-            kind = ms_files.file_kind(name)
+            kind = ms_logdir.file_kind(name)
             if kind is not None:
                 sources.append((os.path.relpath(os.path.join(root, name), logdir), kind))
     return sources
@@ -161,20 +173,22 @@ def _check_landscape(tag, record):
         raise ValueError("malformed loss landscape %r left out: %s" % (tag, e))
 
 
-def _convert_value(value, counts):
-    """One MindSpore Summary.Value -> TensorBoard Summary.Value (None if it has no value)."""
+def _convert_value(value, counts, tag=None):
+    """One MindSpore Summary.Value -> TensorBoard Summary.Value (None if it has no value), under ``tag`` (default:
+    its own)."""
     from tensorboard.compat.proto import summary_pb2
 
     from . import summary
 
-    tag = ms_files.decode_tag(value.tag)
+    tag = ms_files.decode_tag(value.tag) if tag is None else tag
     kind = value.WhichOneof("value")
     if kind == "scalar_value":
         counts["scalars"] += 1
         return summary.scalar(tag, value.scalar_value)
     if kind == "histogram":
         counts["histograms"] += 1
-        return summary.histogram_buckets(tag, ms_files.histogram_buckets(value.histogram))
+        buckets, _ = ms_logdir.histogram_of(value.histogram)
+        return summary.histogram_buckets(tag, buckets)
     if kind == "image":
         counts["images"] += 1
         im = value.image
@@ -189,6 +203,104 @@ def _convert_value(value, counts):
         counts["landscapes"] += 1
         return summary.landscape(tag, record)
     return None
+
+
+def _convert_event(event, counts, kinds, cutoffs):
+    """The TensorBoard values of one MindSpore summary event: values superseded by a later file (``cutoffs``:
+    {kind: {tag: first step of a later file}}) left out, tags named per kind (``kinds``: {tag: [kind, ...]} in the
+    order first seen, updated here; within one record scalars come first, as in ``ms_logdir``)."""
+    step = event.step
+    decoded = []
+    for value in event.summary.value:
+        kind = VALUE_KINDS.get(value.WhichOneof("value"))
+        if kind is not None:
+            decoded.append((ms_files.decode_tag(value.tag), kind, value))
+    for tag, kind, _ in sorted(decoded, key=lambda item: ms_logdir.KIND_RANK[item[1]]):
+        known = kinds.setdefault(tag, [])
+        if kind not in known:
+            known.append(kind)
+    out = []
+    for tag, kind, value in decoded:
+        cut = cutoffs.get(kind, {}).get(tag)
+        if cut is not None and step >= cut:
+            continue
+        name = tag if kinds[tag][0] == kind else tag + ms_logdir.KIND_SUFFIX[kind]
+        converted = _convert_value(value, counts, name)
+        if converted is not None:
+            out.append(converted)
+    return out
+
+
+def _first_wall(path):
+    """Wall time of a summary file's first record (None if unreadable)."""
+    try:
+        events, _ = ms_files.MsFile(path, "summary").read_events(1 << 16)
+    except Exception:  # only an ordering hint
+        return None
+    return events[0][1].wall_time if events else None
+
+
+def _creation_key(logdir, rel):
+    name = os.path.basename(rel)
+    created = ms_logdir.created_at(name)
+    wall = _first_wall(os.path.join(logdir, rel))
+    return (created if created is not None else float("inf"), wall if wall is not None else float("inf"), name)
+
+
+def _scan_first_steps(src, entry, chunk_bytes):
+    """Updates ``entry["first_steps"]`` ({kind: {tag: first step}}) with the records added to ``src`` since the
+    last scan (``entry["scanned"]``, a byte offset)."""
+    mf = ms_files.MsFile(src, "summary")
+    scanned = int(entry.get("scanned", 0))
+    if mf.stat_size() < scanned:      # replaced by a shorter file: scan again
+        scanned = 0
+        entry["first_steps"] = {}
+    mf.offset = scanned
+    steps = entry.setdefault("first_steps", {})
+    while True:
+        before = mf.offset
+        events, _ = mf.read_events(chunk_bytes)
+        if mf.offset == before:
+            break
+        for _, event in events:
+            if event.WhichOneof("what") != "summary":
+                continue
+            try:
+                for value in event.summary.value:
+                    kind = VALUE_KINDS.get(value.WhichOneof("value"))
+                    if kind is None:
+                        continue
+                    tag = ms_files.decode_tag(value.tag)
+                    by_tag = steps.setdefault(kind, {})
+                    if tag not in by_tag or event.step < by_tag[tag]:
+                        by_tag[tag] = event.step
+            except Exception:  # damaged content: the conversion itself reports it
+                continue
+    entry["scanned"] = mf.offset
+
+
+def _plan_run(logdir, items, chunk_bytes):
+    """Orders one run folder's sources by creation and sets each summary file's ``cutoffs`` (the first step of
+    each series in a later file). A file converted under other cutoffs is converted again from its start."""
+    items.sort(key=lambda item: _creation_key(logdir, item[0]))
+    summaries = [item for item in items if item[1] == "summary"]
+    if len(summaries) > 1:
+        for rel, _, entry in summaries:
+            _scan_first_steps(os.path.join(logdir, rel), entry, chunk_bytes)
+    later = {}
+    for rel, _, entry in reversed(summaries):
+        cutoffs = {kind: dict(tags) for kind, tags in later.items() if tags}
+        if cutoffs != entry.get("cutoffs", {}) and int(entry.get("offset", 0)) > 0:
+            entry["offset"] = 0
+            entry["output_size"] = 0
+            entry["start_offset"] = 0
+        entry["cutoffs"] = cutoffs
+        for kind, tags in entry.get("first_steps", {}).items():
+            mine = later.setdefault(kind, {})
+            for tag, step in tags.items():
+                if tag not in mine or step < mine[tag]:
+                    mine[tag] = step
+    return items
 
 
 def _hparams_of(lineage):
@@ -206,8 +318,9 @@ def _hparams_of(lineage):
     return out
 
 
-def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes):
-    """Converts what is new in ``src``; updates ``entry`` (the file's state) after every committed chunk."""
+def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes, kinds=None):
+    """Converts what is new in ``src``; updates ``entry`` (the file's state) after every committed chunk.
+    ``kinds``: the run's {tag: [kind, ...]} (see ``_convert_event``)."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
     from . import summary
@@ -250,7 +363,7 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                 last_wall = None
                 for offset, event in events:
                     try:
-                        ms_files.lineage_update(lineage, event)
+                        ms_lineage.lineage_update(lineage, event)
                         last_wall = event.wall_time
                     except Exception as e:  # damaged lineage data: skip the record
                         mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
@@ -272,7 +385,8 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                         continue
                     counts = dict.fromkeys(totals["values"], 0)
                     try:
-                        values = [v for v in (_convert_value(v, counts) for v in event.summary.value) if v]
+                        values = _convert_event(event, counts, kinds if kinds is not None else {},
+                                                entry.get("cutoffs", {}))
                     except Exception as e:  # damaged content in a record with a good checksum
                         mf.problem(offset, "record not convertible (%s); skipped" % ms_files._short(e))
                         continue
@@ -343,7 +457,6 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
 
     unreadable, skipped = [], []
     plan = []
-    total = 0
     for rel, kind in sources:
         src = os.path.join(logdir, rel)
         problem = logdir_status.entry_problem(src)
@@ -359,8 +472,16 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
             continue
         entry = files_state.setdefault(rel, {})
         entry["start_offset"] = int(entry.get("offset", 0))
-        total += max(0, size - entry["start_offset"])
+        entry["size_now"] = size
         plan.append((rel, kind, entry))
+    by_run = {}
+    for item in plan:
+        by_run.setdefault(os.path.dirname(item[0]), []).append(item)
+    plan = []
+    for run in sorted(by_run):
+        plan.extend(_plan_run(logdir, by_run[run], chunk_bytes))
+    total = sum(max(0, entry.pop("size_now") - entry["start_offset"]) for _, _, entry in plan)
+    runs_state = state.setdefault("runs", {})
 
     totals = {"events": 0, "converted_files": 0, "skipped_records": 0, "pending_bytes": 0, "bytes_read": 0,
               "values": {"scalars": 0, "histograms": 0, "images": 0, "tensors": 0, "landscapes": 0}}
@@ -374,8 +495,9 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
             bar.update(file_index=index)
             file_warnings = []
             try:
+                kinds = runs_state.setdefault(os.path.dirname(rel), {}).setdefault("kinds", {})
                 for _ in _convert_file(src, os.path.join(out, dst_rel), entry, kind, bar, totals, file_warnings,
-                                       chunk_bytes):
+                                       chunk_bytes, kinds):
                     _save_state(state_path, _clean_state(state))
             except OSError as e:
                 if e.filename and os.path.abspath(e.filename).startswith(out + os.sep):
@@ -399,7 +521,7 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
 
 
 def _clean_state(state):
-    out = {"version": STATE_VERSION, "files": {}}
+    out = {"version": STATE_VERSION, "files": {}, "runs": state.get("runs", {})}
     for rel, entry in state["files"].items():
         out["files"][rel] = {k: v for k, v in entry.items() if k != "start_offset"}
     return out

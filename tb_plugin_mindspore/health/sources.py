@@ -37,7 +37,10 @@ def _is_event_file(name):
 
 
 def _is_ms_file(name):
-    return ".summary." in name and (name.endswith(_MS_SUFFIX) or name.endswith("_lineage"))
+    """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
+    from ..reading.ms_logdir import file_kind
+
+    return file_kind(name) is not None
 
 
 def run_dir(logdir, run):

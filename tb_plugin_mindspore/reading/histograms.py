@@ -6,6 +6,11 @@ summaries of any other writer, and MindSpore's converted ``<param>/auto`` histog
 at the quantiles of TensorBoard's Distributions tab (0, 6.68, 15.87, 30.85, 50, 69.15, 84.13, 93.32, 100 %: minimum,
 +-1.5, +-1, +-0.5 standard deviations of a normal distribution, median, maximum), interpolated linearly inside a
 bucket. A step whose histogram is empty has count 0 and NaN quantiles.
+
+NaN and infinite values have no place in TensorBoard's format; for MindSpore ``*_MS`` histograms (which count them)
+the answer adds ``nonfinite``: ``[[step, nan, pos_inf, neg_inf], ...]`` for the shown steps that have any, and
+``nonfinite_steps``, how many of all the steps have any. MindSpore's buckets are cut to the tensor's exact minimum
+and maximum when read (``ms_logdir.exact_buckets``), so a constant tensor's quantiles are its value.
 """
 
 import numpy as np
@@ -59,6 +64,19 @@ def quantiles(buckets, qs=QUANTILES):
     return out, float(total)
 
 
+def nonfinite_counts(stats, finite_count=None):
+    """``(nan, pos_inf, neg_inf)`` of MindSpore histogram statistics, or None when they do not belong to buckets
+    holding ``finite_count`` values (e.g. an event file's series of the same name)."""
+    try:
+        nan, pos, neg = int(stats["nan_count"]), int(stats["pos_inf_count"]), int(stats["neg_inf_count"])
+        total = int(stats["count"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if finite_count is not None and total and abs(total - nan - pos - neg - finite_count) > 0.5:
+        return None
+    return nan, pos, neg
+
+
 class HistogramReader:
     def __init__(self, data_provider, cache):
         self._provider = data_provider
@@ -94,10 +112,13 @@ class HistogramReader:
             picks = np.unique(np.round(np.linspace(0, total - 1, max_steps)).astype(int))
             steps = [steps[i] for i in picks.tolist()]
         rows = []
+        counts = {}
         for s in steps:
             d = by_step[s]
             qs, count = quantiles(d.numpy)
+            counts[s] = count
             rows.append([int(s), encode.json_float(d.wall_time), count] + encode.json_numbers(qs))
+        nonfinite, nonfinite_steps = self._nonfinite(run, tag, by_step, counts)
         body = {
             "run": run,
             "tag": tag,
@@ -107,5 +128,28 @@ class HistogramReader:
             "total_steps": total,
             "downsampled": len(steps) < total,
             "rows": rows,
+            "nonfinite": nonfinite,
+            "nonfinite_steps": nonfinite_steps,
         }
         return self._cache.put(key, token, encode.dumps(body))
+
+    def _nonfinite(self, run, tag, by_step, counts):
+        """``([[step, nan, pos_inf, neg_inf]] for the shown steps, steps with any)`` from ``_MS`` statistics."""
+        lookup = getattr(self._provider, "histogram_stats", None)
+        stats = lookup(run, tag) if lookup is not None else None
+        if not stats:
+            return [], 0
+        shown, total = [], 0
+        for step in by_step:
+            if step not in stats:
+                continue
+            finite = counts.get(step)
+            if finite is None:
+                finite = float(np.sum(np.asarray(by_step[step].numpy, dtype=np.float64).reshape(-1, 3)[:, 2]))
+            numbers = nonfinite_counts(stats[step], finite)
+            if numbers is None or not any(numbers):
+                continue
+            total += 1
+            if step in counts:
+                shown.append([int(step)] + list(numbers))
+        return sorted(shown), total

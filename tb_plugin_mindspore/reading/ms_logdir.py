@@ -27,6 +27,7 @@ Usage (the plugin calls ``reload`` from one background thread and the accessors 
     logdir.steps(run, kind, tags=None)
                                      # {tag: [(step, wall_time), ...]} of a kind but scalars, nothing decoded
     logdir.lineage(run)              # {"hparams": {...}, "user": {...}, "dataset_graph": {...}} or {}
+    logdir.files(run)                # [{"file", "kind", "created", "records", "steps", "superseded"}], file order
     logdir.warnings(run)             # [{"file": path relative to the logdir, "offset": int, "reason": str}, ...]
     logdir.stats(run)                # {"files", "bytes_read", "records", "skipped", "pending_bytes", "graphs"}
 
@@ -36,8 +37,19 @@ Unknown runs raise ``KeyError``. Tags are the ones MindSpore wrote (``loss/auto`
 * Scalars keep every point, in compact arrays (about 20 bytes a point). Histograms, tensors, images and landscapes
   keep at most ``samples[kind]`` items per tag and file, spread evenly over the steps, always with the latest one.
   Histograms and tensors are kept encoded and decoded when asked for.
-* Within a run, files are read in name order (MindSpore puts the creation time in the name) and each tag's points
-  come in file order, then record order (MindSpore itself may write one step twice, e.g. at an epoch end).
+* Files: MindSpore's names (``<prefix>.out.events.summary.<time>.<device>.<host>_MS`` / ``_lineage``) and the ones
+  MindInsight accepted (any name with ``summary.<digits>``; ``_lineage`` at the end for lineage, ``_explain`` files
+  left out), see :func:`file_kind`.
+* Several summary files in one run (a script re-run into the same folder, a resume from a checkpoint) are ordered
+  by creation: the time in the name, then the wall time of the file's first record, then the name. A later file
+  supersedes the earlier ones from its first step on, per series: an earlier file's points of that series at or
+  after that step are left out (what TensorBoard does for a restarted run). :meth:`files` says which steps each
+  file lost and to which file. Within a file, points come in record order (MindSpore itself may write one step
+  twice, e.g. at an epoch end).
+* One name used for several kinds in a run (``ImageSummary('x')`` and ``TensorSummary('x')``): the kind seen first
+  (in file order; within one record scalars, then histograms, tensors, images, landscapes) keeps the name, the
+  others get MindSpore's kind suffix (``x[:Tensor]``, ``y[:Histogram]``, ``[:Landscape]``), so each series keeps
+  its own name everywhere (``metadata.display_name`` shows them without it).
 * Thread safety: one lock guards the data; ``reload`` decodes outside it and only merges under it, and accessors
   copy under it, so a request waits at most for one merge. Concurrent ``reload`` calls are serialized.
 """
@@ -46,19 +58,95 @@ import collections
 import copy
 import logging
 import os
+import re
 import struct
 import threading
 from array import array
 
 import numpy as np
 
-from . import ms_files, ms_proto
+from . import ms_files, ms_lineage, ms_proto
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_RELOAD_BYTES = 16 << 20
 DEFAULT_SAMPLES = {"histograms": 500, "tensors": 100, "images": 20, "landscapes": 100}
 KINDS = ("scalars", "histograms", "tensors", "images", "landscapes")
+
+KIND_RANK = {kind: i for i, kind in enumerate(KINDS)}
+KIND_SUFFIX = {"scalars": "[:Scalar]", "histograms": "[:Histogram]", "tensors": "[:Tensor]", "images": "[:Image]",
+               "landscapes": "[:Landscape]"}
+_SUMMARY_NAME = re.compile(r"summary\.(\d+)")
+_NOT_SUMMARY = (".json", ".txt", ".csv", ".log", ".md", ".ckpt", ".pb", ".tmp", ".py", ".ir", ".dat")
+
+
+def file_kind(name):
+    """``"summary"``, ``"lineage"`` or ``None`` for a file name (not a path).
+
+    MindSpore names its files ``<prefix>.out.events.summary.<time>.<device>.<host><suffix>`` (suffix ``_MS`` /
+    ``_lineage`` by default, any suffix allowed); MindInsight read any file whose name holds ``summary.<digits>``
+    (lineage: ending with ``_lineage``; ``_explain`` files were a separate tool's). TensorBoard's own event files
+    and common other files (``.json``, ``.txt``, checkpoints, graphs) are not summary files.
+    """
+    if _SUMMARY_NAME.search(name) is None or "tfevents" in name or name.lower().endswith(_NOT_SUMMARY):
+        return None
+    if name.endswith("_lineage"):
+        return "lineage"
+    if name.endswith("_explain"):
+        return None
+    return "summary"
+
+
+def created_at(name):
+    """The creation time MindSpore puts in a summary file's name (seconds), or None."""
+    m = _SUMMARY_NAME.search(name)
+    return int(m.group(1)) if m else None
+
+
+def tag_names(kinds_by_tag):
+    """Public names for ``{tag: [kind, ...]}`` (kinds in the order first seen): ``{(tag, kind): name}``.
+
+    The first kind keeps the tag; each other kind gets its suffix (``KIND_SUFFIX``).
+    """
+    out = {}
+    for tag, kinds in kinds_by_tag.items():
+        for i, kind in enumerate(kinds):
+            out[(tag, kind)] = tag if i == 0 else tag + KIND_SUFFIX[kind]
+    return out
+
+
+def exact_buckets(buckets, stats):
+    """``buckets`` (``[[left, right, count], ...]``) cut to the exact finite ``min`` / ``max`` of ``stats``.
+
+    MindSpore bins a tensor over a range wider than its values (a constant tensor of ones lands in a bucket
+    ``[1, 1.045)``); with the edges cut to the recorded minimum and maximum, quantiles drawn from the buckets are
+    exact at both ends and for constant tensors. Empty buckets wholly outside are dropped.
+    """
+    lo, hi = stats.get("min"), stats.get("max")
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
+        return buckets
+    if not any(c > 0 for _, _, c in buckets):
+        return buckets
+    out = []
+    for left, right, count in buckets:
+        left2, right2 = max(left, lo), min(right, hi)
+        if left2 > right2:
+            if count > 0:
+                return buckets          # the statistics disagree with the buckets: leave them as written
+            continue
+        out.append([left2, right2, count])
+    return out
+
+
+def histogram_of(h):
+    """``(buckets, stats)`` of a MindSpore ``Summary.Histogram``: the buckets cut by ``exact_buckets`` when the
+    message holds its minimum and maximum."""
+    numbers = ms_files.histogram_stats(h)
+    buckets = ms_files.histogram_buckets(h)
+    if h.HasField("min") and h.HasField("max"):
+        buckets = exact_buckets(buckets, numbers)
+    return buckets, numbers
+
 
 ReloadResult = collections.namedtuple("ReloadResult", "bytes_read records problems pending new_runs")
 ReloadResult.__doc__ = """What one ``reload`` did. ``pending``: more complete records wait to be read (call again
@@ -98,14 +186,18 @@ class _Thinned:
 class _FileData:
     """What was read from one summary file."""
 
-    __slots__ = ("scalars", "series", "graphs", "version", "templates")
+    __slots__ = ("scalars", "series", "graphs", "version", "templates", "first", "steps", "first_wall", "restarts")
 
-    def __init__(self):
+    def __init__(self, restarts=0):
         self.scalars = {}                                # tag -> (steps 'q', wall times 'd', values 'f')
         self.series = {kind: {} for kind in KINDS[1:]}   # kind -> tag -> _Thinned
         self.graphs = 0
         self.version = None
         self.templates = {}                              # summary length -> _Template or None (reader only)
+        self.first = {}                                  # (tag, kind) -> (file offset, kind rank) first seen
+        self.steps = {}                                  # (tag, kind) -> [min step, max step]
+        self.first_wall = None                           # wall time of the file's first record
+        self.restarts = restarts                         # MsFile.restarts this data belongs to
 
 
 class _Stage:
@@ -115,7 +207,7 @@ class _Stage:
     record index puts points of one tag that came through different paths back in file order.
     """
 
-    __slots__ = ("scalars", "slow_scalars", "series", "graphs", "version")
+    __slots__ = ("scalars", "slow_scalars", "series", "graphs", "version", "first", "steps", "first_wall")
 
     def __init__(self):
         self.scalars = {}
@@ -123,10 +215,24 @@ class _Stage:
         self.series = {kind: [] for kind in KINDS[1:]}   # kind -> [(record index, raw tag, step, wall, payload)]
         self.graphs = 0
         self.version = None
+        self.first = {}                                  # (raw tag, kind) -> first record index
+        self.steps = {}                                  # (raw tag, kind) -> [min step, max step]
+        self.first_wall = None
+
+    def _note(self, key, index, lo, hi):
+        if key not in self.first or index < self.first[key]:
+            self.first[key] = index
+        span = self.steps.get(key)
+        if span is None:
+            self.steps[key] = [lo, hi]
+        else:
+            span[0], span[1] = min(span[0], lo), max(span[1], hi)
 
     def finish(self):
         for kind, items in self.series.items():
             items.sort(key=_first)
+            for index, tag, step, _, _ in items:
+                self._note((tag, kind), index, step, step)
             self.series[kind] = [item[1:] for item in items]
         for tag, (indices, steps, walls, values) in self.slow_scalars.items():
             self.scalars.setdefault(tag, []).append((
@@ -142,6 +248,8 @@ class _Stage:
             if indices.size > 1 and not np.all(indices[1:] >= indices[:-1]):
                 order = np.argsort(indices, kind="stable")
                 steps, walls, values = steps[order], walls[order], values[order]
+            if steps.size:
+                self._note((tag, "scalars"), int(indices.min()), int(steps.min()), int(steps.max()))
             out[tag] = (steps, walls, values)
         self.scalars = out
 
@@ -208,7 +316,40 @@ class _Run:
         self.generation = 0
 
     def ordered(self):
-        return [self.files[p] for p in sorted(self.files)]
+        """``[(MsFile, _FileData or None)]`` in creation order (see the module doc)."""
+        return [self.files[p] for p in sorted(self.files, key=self._order_key)]
+
+    def _order_key(self, path):
+        mf, data = self.files[path]
+        wall = data.first_wall if data is not None and data.first_wall is not None else float("inf")
+        name = os.path.basename(path)
+        created = created_at(name)
+        return (created if created is not None else wall, wall, name, path)
+
+    def summaries(self):
+        return [(mf, data) for mf, data in self.ordered() if data is not None]
+
+    def names(self):
+        """``{(raw tag, kind): public name}`` over the run's files (see ``tag_names``)."""
+        seen = {}
+        for _, data in self.summaries():
+            for (tag, kind), _ in sorted(data.first.items(), key=lambda item: item[1]):
+                kinds = seen.setdefault(tag, [])
+                if kind not in kinds:
+                    kinds.append(kind)
+        return tag_names(seen)
+
+    def cutoffs(self, kind):
+        """Per summary file in order: ``{raw tag: (first step of a later file, that file's MsFile)}``."""
+        later = {}
+        out = []
+        for mf, data in reversed(self.summaries()):
+            out.append(dict(later))
+            for (tag, k), (lo, _) in data.steps.items():
+                if k == kind and (tag not in later or lo <= later[tag][0]):
+                    later[tag] = (lo, mf)
+        out.reverse()
+        return out
 
 
 class MsLogdir:
@@ -288,6 +429,12 @@ class MsLogdir:
                     count = len(events)
                 else:
                     payloads, offsets, nread = mf.read_payloads(budget)
+                    if getattr(mf, "restarts", 0) != data.restarts:
+                        # The file was replaced in place and read again from its start: forget the old content.
+                        with self._lock:
+                            data = _FileData(getattr(mf, "restarts", 0))
+                            run.files[path] = (mf, data)
+                            run.generation += 1
                     stage = self._decode(mf, payloads, offsets, data.templates)
                     self._merge(run, data, stage, changed=bool(payloads) or mf.problem_count != before)
                     count = len(payloads)
@@ -304,16 +451,21 @@ class MsLogdir:
 
     def _discover(self):
         found = []
+        present = set()
         if os.path.isdir(self.logdir):
             for root, dirs, names in os.walk(self.logdir):
                 dirs.sort()
                 for name in names:
-                    kind = ms_files.file_kind(name)
+                    kind = file_kind(name)
                     if kind is None:
                         continue
                     path = os.path.join(root, name)
+                    present.add(path)
                     if path not in self._files:
                         found.append((root, path, kind))
+        gone = [path for path in self._files if path not in present and not os.path.lexists(path)]
+        if gone:
+            self._forget(gone)
         new_runs = []
         if not found:
             return new_runs
@@ -329,6 +481,19 @@ class MsLogdir:
                 self._files[path] = name
         return new_runs
 
+    def _forget(self, paths):
+        """Drops deleted files, and runs left without files."""
+        with self._lock:
+            for path in paths:
+                name = self._files.pop(path)
+                run = self._runs.get(name)
+                if run is None:
+                    continue
+                run.files.pop(path, None)
+                run.generation += 1
+                if not run.files:
+                    del self._runs[name]
+
     @staticmethod
     def _decode(mf, payloads, offsets, templates):
         """Decodes a read's records into a _Stage. Records are grouped by the length of their summary; a group whose
@@ -340,6 +505,8 @@ class MsLogdir:
         for index, data in enumerate(payloads):
             try:
                 event = parse(data)
+                if stage.first_wall is None and offsets[index] == 0:
+                    stage.first_wall = event.wall_time
                 which = event.WhichOneof("what")
                 if which == "summary":
                     sb = event.summary
@@ -390,6 +557,7 @@ class MsLogdir:
                 MsLogdir._decode_values(stage, summaries[i], indices[i], steps[i], walls[i], mf,
                                         offsets[indices[i]])
         stage.finish()
+        stage.first = {key: (offsets[i], KIND_RANK[key[1]]) for key, i in stage.first.items()}
         return stage
 
     @staticmethod
@@ -461,6 +629,16 @@ class MsLogdir:
                     if thinned is None:
                         thinned = by_tag[tag] = _Thinned(cap)
                     thinned.add((step, wall, payload))
+            for (raw, kind), first in stage.first.items():
+                data.first.setdefault((text(raw), kind), first)
+            for (raw, kind), (lo, hi) in stage.steps.items():
+                span = data.steps.get((text(raw), kind))
+                if span is None:
+                    data.steps[(text(raw), kind)] = [lo, hi]
+                else:
+                    span[0], span[1] = min(span[0], lo), max(span[1], hi)
+            if stage.first_wall is not None and data.first_wall is None:
+                data.first_wall = stage.first_wall
             data.graphs += stage.graphs
             if stage.version is not None and data.version is None:
                 data.version = stage.version
@@ -473,7 +651,7 @@ class MsLogdir:
         with self._lock:
             for offset, event in events:
                 try:
-                    ms_files.lineage_update(run.lineage, event)
+                    ms_lineage.lineage_update(run.lineage, event)
                 except Exception as e:  # damaged lineage data: skip the record, keep the rest
                     mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
             run.generation += 1
@@ -499,33 +677,50 @@ class MsLogdir:
             return "%d.%d" % (len(r.files), r.generation)
 
     def _file_data(self, run):
-        return [data for _, data in self._run(run).ordered() if data is not None]
+        return [data for _, data in self._run(run).summaries()]
+
+    @staticmethod
+    def _wanted(tags):
+        return None if tags is None else set([tags] if isinstance(tags, str) else tags)
 
     def tags(self, run):
         with self._lock:
             out = {kind: set() for kind in KINDS}
-            for data in self._file_data(run):
-                out["scalars"].update(data.scalars)
-                for kind, by_tag in data.series.items():
-                    out[kind].update(by_tag)
+            for (_, kind), name in self._run(run).names().items():
+                out[kind].add(name)
             return {kind: sorted(tags) for kind, tags in out.items()}
 
     def _scalar_copies(self, run, tags):
-        wanted = None if tags is None else set([tags] if isinstance(tags, str) else tags)
+        """``{public tag: [(steps, walls, values, cutoff), ...]}`` per file in order (array copies)."""
+        wanted = self._wanted(tags)
         copies = {}
         with self._lock:
-            for data in self._file_data(run):
+            r = self._run(run)
+            names = r.names()
+            files = r.summaries()
+            for (_, data), cut in zip(files, r.cutoffs("scalars")):
                 for tag, (steps, walls, values) in data.scalars.items():
-                    if wanted is None or tag in wanted:
-                        copies.setdefault(tag, []).append((steps[:], walls[:], values[:]))
+                    name = names.get((tag, "scalars"), tag)
+                    if wanted is None or name in wanted:
+                        cutoff = cut.get(tag)
+                        copies.setdefault(name, []).append(
+                            (steps[:], walls[:], values[:], None if cutoff is None else cutoff[0]))
         return copies
 
     @staticmethod
     def _join(parts):
-        steps = np.concatenate([np.frombuffer(s, dtype=np.int64) for s, _, _ in parts])
-        walls = np.concatenate([np.frombuffer(w, dtype=np.float64) for _, w, _ in parts])
-        values = np.concatenate([np.frombuffer(v, dtype=np.float32) for _, _, v in parts])
-        return steps, walls, values
+        steps, walls, values = [], [], []
+        for s, w, v, cutoff in parts:
+            s = np.frombuffer(s, dtype=np.int64)
+            w = np.frombuffer(w, dtype=np.float64)
+            v = np.frombuffer(v, dtype=np.float32)
+            if cutoff is not None:
+                keep = s < cutoff
+                s, w, v = s[keep], w[keep], v[keep]
+            steps.append(s)
+            walls.append(w)
+            values.append(v)
+        return np.concatenate(steps), np.concatenate(walls), np.concatenate(values)
 
     def scalar_arrays(self, run, tag):
         """``(steps, wall_times, values)`` numpy arrays (int64, float64, float32) of one scalar tag, or None."""
@@ -543,13 +738,20 @@ class MsLogdir:
         return out
 
     def _series(self, run, kind, tags):
-        wanted = None if tags is None else set([tags] if isinstance(tags, str) else tags)
+        wanted = self._wanted(tags)
         out = {}
         with self._lock:
-            for data in self._file_data(run):
+            r = self._run(run)
+            names = r.names()
+            for (_, data), cut in zip(r.summaries(), r.cutoffs(kind)):
                 for tag, thinned in data.series[kind].items():
-                    if wanted is None or tag in wanted:
-                        out.setdefault(tag, []).extend(thinned.snapshot())
+                    name = names.get((tag, kind), tag)
+                    if wanted is None or name in wanted:
+                        items = thinned.snapshot()
+                        cutoff = cut.get(tag)
+                        if cutoff is not None:
+                            items = [item for item in items if item[0] < cutoff[0]]
+                        out.setdefault(name, []).extend(items)
         return out
 
     def steps(self, run, kind, tags=None):
@@ -560,17 +762,17 @@ class MsLogdir:
         return {tag: [(step, wall) for step, wall, _ in items] for tag, items in self._series(run, kind, tags).items()}
 
     def histograms(self, run, tags=None, stats=False):
-        """``{tag: [(step, wall_time, [[left, right, count], ...]), ...]}`` (with ``stats``, a 4th item: a dict)."""
+        """``{tag: [(step, wall_time, [[left, right, count], ...]), ...]}`` (with ``stats``, a 4th item: a dict).
+
+        The buckets' outer edges are cut to the tensor's exact minimum and maximum (``exact_buckets``)."""
         out = {}
         parse = ms_proto.SummaryValue.FromString
         for tag, items in self._series(run, "histograms", tags).items():
             series = out[tag] = []
             for step, wall, raw in items:
                 try:
-                    h = parse(raw).histogram
-                    buckets = ms_files.histogram_buckets(h)
-                    series.append((step, wall, buckets, ms_files.histogram_stats(h)) if stats
-                                  else (step, wall, buckets))
+                    buckets, numbers = histogram_of(parse(raw).histogram)
+                    series.append((step, wall, buckets, numbers) if stats else (step, wall, buckets))
                 except Exception:  # damaged content behind a good checksum: leave the item out
                     continue
         return out
@@ -622,6 +824,55 @@ class MsLogdir:
                     out.append({"file": rel, "offset": None, "reason": "%d more problems not listed" % hidden})
         return out
 
+    def files(self, run):
+        """The run's files in creation order: ``[{"file" (relative to the logdir), "kind" ("summary" | "lineage"),
+        "created" (seconds: the time in the name, else the first record's wall time, else None), "records",
+        "steps": [first, last] | None, "superseded": [{"by" (a later file), "from_step", "to_step", "points",
+        "tags": [public tag, ...]}]}]``: what each file lost to a later file (a re-run or a resume)."""
+        with self._lock:
+            r = self._run(run)
+            names = r.names()
+            summaries = r.summaries()
+            lost = {id(mf): {} for mf, _ in summaries}
+            for kind in KINDS:
+                for (mf, data), cut in zip(summaries, r.cutoffs(kind)):
+                    for tag, (cutoff, by) in cut.items():
+                        steps = self._kept_steps(data, kind, tag)
+                        gone = [s for s in steps if s >= cutoff]
+                        if not gone:
+                            continue
+                        entry = lost[id(mf)].setdefault(id(by), {"by": os.path.relpath(by.path, self.logdir),
+                                                                "from_step": min(gone), "to_step": max(gone),
+                                                                "points": 0, "tags": []})
+                        entry["from_step"] = min(entry["from_step"], min(gone))
+                        entry["to_step"] = max(entry["to_step"], max(gone))
+                        entry["points"] += len(gone)
+                        entry["tags"].append(names.get((tag, kind), tag))
+            out = []
+            for mf, data in r.ordered():
+                name = os.path.basename(mf.path)
+                created = created_at(name)
+                if created is None and data is not None:
+                    created = data.first_wall
+                spans = list(data.steps.values()) if data is not None else []
+                out.append({
+                    "file": os.path.relpath(mf.path, self.logdir),
+                    "kind": "summary" if data is not None else "lineage",
+                    "created": created,
+                    "records": mf.records,
+                    "steps": [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None,
+                    "superseded": [dict(e, tags=sorted(set(e["tags"]))) for e in lost.get(id(mf), {}).values()],
+                })
+            return out
+
+    @staticmethod
+    def _kept_steps(data, kind, tag):
+        if kind == "scalars":
+            series = data.scalars.get(tag)
+            return list(series[0]) if series else []
+        thinned = data.series[kind].get(tag)
+        return [item[0] for item in thinned.snapshot()] if thinned else []
+
     def stats(self, run):
         with self._lock:
             files = self._run(run).ordered()
@@ -632,6 +883,7 @@ class MsLogdir:
                 "skipped": sum(mf.skipped for mf, _ in files),
                 "pending_bytes": sum(mf.pending for mf, _ in files),
                 "graphs": sum(d.graphs for _, d in files if d is not None),
+                "superseded_points": sum(e["points"] for f in self.files(run) for e in f["superseded"]),
             }
 
 

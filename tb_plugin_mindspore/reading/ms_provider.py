@@ -180,6 +180,16 @@ class MsDataProvider(provider.DataProvider):
                 ]
         return out
 
+    def histogram_stats(self, run, tag):
+        """``{step: {"count", "min", "max", "sum", "nan_count", "pos_inf_count", "neg_inf_count"}}`` of a histogram
+        series (what TensorBoard's histogram format has no place for), or None when this provider lacks it."""
+        if not self.ms.has_run(run):
+            return None
+        series = self.ms.histograms(run, tags=[tag], stats=True).get(tag)
+        if not series:
+            return None
+        return {int(step): numbers for step, _, _, numbers in series}
+
     def list_blob_sequences(self, ctx=None, *, experiment_id, plugin_name, run_tag_filter=None):
         return {}
 
@@ -254,6 +264,15 @@ class MergedProvider(provider.DataProvider):
     def read_tensors(self, ctx=None, *, experiment_id, plugin_name, downsample=None, run_tag_filter=None):
         return self._both("read_tensors", ctx=ctx, experiment_id=experiment_id, plugin_name=plugin_name,
                           downsample=downsample, run_tag_filter=run_tag_filter)
+
+    def histogram_stats(self, run, tag):
+        """The ``_MS`` histogram statistics of ``MsDataProvider.histogram_stats``, when the series is not
+        ``primary``'s (``primary`` wins, as for reads); None otherwise."""
+        try:
+            return self.extra.histogram_stats(run, tag)
+        except Exception:  # a problem in the _MS reader must not break the route
+            logger.exception("mindspore plugin: reading MindSpore histogram statistics failed")
+            return None
 
     def list_blob_sequences(self, ctx=None, *, experiment_id, plugin_name, run_tag_filter=None):
         return self.primary.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=plugin_name,

@@ -177,8 +177,17 @@ class RunInfoReader:
             return None
         return lineage or None
 
+    def _ms_files(self, run):
+        """``MsLogdir.files`` of a ``*_MS`` run (which file superseded which steps), [] for other runs."""
+        if self._ms is None or not self._ms.has_run(run):
+            return []
+        try:
+            return self._ms.files(run)
+        except KeyError:
+            return []
+
     # -- answers -------------------------------------------------------------------------------------------------
-    def _answer(self, run, info, session, lineage):
+    def _answer(self, run, info, session, lineage, ms_files=None):
         sources = []
         if info is not None:
             sources.append("run_info")
@@ -202,7 +211,7 @@ class RunInfoReader:
                     hparams[key] = value
                     origin[key] = name
         return plain({"run": run, "sources": sources, "run_info": info, "hparams": hparams,
-                      "hparam_sources": origin, "lineage": lineage})
+                      "hparam_sources": origin, "lineage": lineage, "ms_files": ms_files or []})
 
     def one(self, ctx, eid, run):
         """The answer for one run (404 if the run does not exist; a run with nothing has empty fields)."""
@@ -211,18 +220,21 @@ class RunInfoReader:
             raise errors.NotFoundError("no run named %r" % run)
         info = self._run_infos(ctx, eid, [run]).get(run)
         session = self._session_hparams(ctx, eid, [run]).get(run)
-        return self._answer(run, info, session, self._lineage_file(run))
+        return self._answer(run, info, session, self._lineage_file(run), self._ms_files(run))
 
     def all(self, ctx, eid):
         """``{"runs": {run: answer}}`` for the runs that have any of it."""
         infos = self._run_infos(ctx, eid)
         sessions = self._session_hparams(ctx, eid)
-        lineages = {}
+        lineages, files = {}, {}
         if self._ms is not None:
             for run in self._ms.runs():
                 lineage = self._lineage_file(run)
                 if lineage is not None:
                     lineages[run] = lineage
-        names = sorted(set(infos) | set(sessions) | set(lineages))
-        return {"runs": {run: self._answer(run, infos.get(run), sessions.get(run), lineages.get(run))
-                         for run in names}}
+                listed = self._ms_files(run)
+                if sum(f["kind"] == "summary" for f in listed) > 1:   # a re-run or resume: say which file won
+                    files[run] = listed
+        names = sorted(set(infos) | set(sessions) | set(lineages) | set(files))
+        return {"runs": {run: self._answer(run, infos.get(run), sessions.get(run), lineages.get(run),
+                                           files.get(run) or self._ms_files(run)) for run in names}}

@@ -18,3 +18,8 @@ def ms_fixtures(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ms_logdir(ms_fixtures):
     return ms_fixture_lib.ms_logdir(ms_fixtures)
+
+
+@pytest.fixture(scope="session")
+def ms_layouts(tmp_path_factory):
+    return ms_fixture_lib.ms_layouts(tmp_path_factory)

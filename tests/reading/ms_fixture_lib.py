@@ -62,6 +62,22 @@ def ms_fixtures(tmp_path_factory):
     return _made["fixtures"]
 
 
+LAYOUTS = ("rerun", "resume", "kinds", "edge", "evalonly", "pipeline")
+
+
+def ms_layouts(tmp_path_factory):
+    """MsFixtures of the "layouts" set (re-runs, resumes, one name with several kinds, odd histograms, eval-only
+    and pipeline lineage; see ``ms_make_fixtures``), made on first use."""
+    if "layouts" not in _made:
+        root = tmp_path_factory.mktemp("ms_layouts")
+        proc = run_fixture_script(root, ",".join(LAYOUTS))
+        if proc.returncode != 0:
+            raise RuntimeError("making MindSpore layout fixtures failed:\n%s\n%s"
+                               % (proc.stdout[-3000:], proc.stderr[-5000:]))
+        _made["layouts"] = MsFixtures(root)
+    return _made["layouts"]
+
+
 def ms_logdir(fixtures):
     """An MsLogdir over the fixtures, fully loaded (shared: only read from it)."""
     if "logdir" not in _made:

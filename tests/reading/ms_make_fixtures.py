@@ -11,6 +11,14 @@ Runs:
   scalars/     SummaryRecord with scalars only (40 steps, one step with an extra tag)
   ops/         summary ops (ScalarSummary, HistogramSummary, TensorSummary, ImageSummary) in GRAPH_MODE
   landscape/   SummaryCollector(collect_landscape=...) + SummaryLandscape
+The "layouts" set (``python ms_make_fixtures.py OUT rerun,resume,kinds,edge,evalonly,pipeline``), the layouts that
+read wrong once:
+  rerun/       one script run twice into the same folder (two _MS files, steps 1-10 both times)
+  resume/      a run resumed from step 5 (file 1: steps 1-10, file 2: steps 6-15)
+  kinds/       summary ops giving one name several kinds (ImageSummary + TensorSummary 'x', Scalar + Histogram 'y')
+  edge/        histograms of an all-ones tensor and of tensors with NaN / +-Inf values
+  evalonly/    SummaryCollector in Model.eval: a lineage file only
+  pipeline/    SummaryCollector on an ImageFolderDataset pipeline with a sampler and map operations
 Everything is tiny: a few parameters, a few steps (about 3 s in all on two cores). ``python ms_make_fixtures.py OUT
 live GO_FILE`` instead writes OUT/live/ in two phases (steps 1-3, then 4-6 once GO_FILE exists) for the tailing test.
 """
@@ -194,6 +202,176 @@ def make_landscape(out, expected):
     time.sleep(1.1)
     SummaryLandscape(run).gen_landscapes_with_multi_process(callback_fn, collect_landscape=spec, device_ids=[0])
     expected["landscape"] = {"size": 3}
+
+
+def _scalar_run(rec_cls, Tensor, path, steps, loss, with_hist=True, extra=None):
+    """One SummaryRecord session: ``loss(step)`` as scalar ``loss`` and a histogram ``w`` per step."""
+    exp = {"loss": [], "w": [], "extra": []}
+    with rec_cls(path, num_process=1) as rec:
+        for step in steps:
+            value = float(np.float32(loss(step)))
+            rec.add_value("scalar", "loss", Tensor(np.float32(value)))
+            exp["loss"].append([step, value])
+            if with_hist:
+                w = np.full(6, value, dtype=np.float32) + np.arange(6, dtype=np.float32)
+                rec.add_value("histogram", "w", Tensor(w))
+                exp["w"].append([step, float(w.min()), float(w.max())])
+            if extra:
+                rec.add_value("scalar", extra, Tensor(np.float32(step)))
+                exp["extra"].append([step, float(step)])
+            rec.record(step)
+    return exp
+
+
+def make_rerun(out, expected):
+    """The same script run twice into one folder: the second run (steps 1-10 again) replaces the first."""
+    import mindspore as ms
+    from mindspore import Tensor
+    from mindspore.train import SummaryRecord
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    run = os.path.join(out, "rerun")
+    first = _scalar_run(SummaryRecord, Tensor, run, range(1, 11), lambda s: 10.0 + s)
+    time.sleep(1.1)  # MindSpore names files by the second: a new second, a new file
+    second = _scalar_run(SummaryRecord, Tensor, run, range(1, 11), lambda s: 1.0 / s)
+    expected["rerun"] = {"first": first, "second": second}
+
+
+def make_resume(out, expected):
+    """A run resumed from a checkpoint at step 5: the second file starts at step 6; ``only_first`` is a tag the
+    resumed run no longer writes (kept whole)."""
+    import mindspore as ms
+    from mindspore import Tensor
+    from mindspore.train import SummaryRecord
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    run = os.path.join(out, "resume")
+    first = _scalar_run(SummaryRecord, Tensor, run, range(1, 11), lambda s: 5.0 - 0.1 * s, extra="only_first")
+    time.sleep(1.1)
+    second = _scalar_run(SummaryRecord, Tensor, run, range(6, 16), lambda s: 2.0 - 0.1 * s)
+    expected["resume"] = {"first": first, "second": second}
+
+
+def make_kinds(out, expected):
+    """Summary ops that give one name several kinds, as MindSpore's own summary tests do."""
+    import mindspore as ms
+    from mindspore import nn, ops, Tensor
+    from mindspore.train import SummaryRecord
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+
+    class KindsNet(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.image = ops.ImageSummary()
+            self.tensor = ops.TensorSummary()
+            self.scalar = ops.ScalarSummary()
+            self.hist = ops.HistogramSummary()
+
+        def construct(self, img, x):
+            self.image("x", img)
+            self.tensor("x", x)
+            s = x.sum()
+            self.scalar("y", s)
+            self.hist("y", x)
+            return s
+
+    net = KindsNet()
+    rng = np.random.RandomState(11)
+    exp = []
+    with SummaryRecord(os.path.join(out, "kinds"), network=net, num_process=1) as rec:
+        for step in range(1, 4):
+            img = rng.rand(1, 3, 4, 5).astype(np.float32)
+            x = rng.randn(2, 3).astype(np.float32)
+            s = net(Tensor(img), Tensor(x))
+            rec.record(step)
+            exp.append([step, float(s.asnumpy()), x.astype(np.float64).ravel().tolist()])
+    expected["kinds"] = exp
+
+
+def make_edge(out, expected):
+    """Histograms MindSpore bins oddly: a constant tensor, and tensors with NaN and infinite values."""
+    import mindspore as ms
+    from mindspore import Tensor
+    from mindspore.train import SummaryRecord
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    rng = np.random.RandomState(13)
+    exp = {}
+    with SummaryRecord(os.path.join(out, "edge"), num_process=1) as rec:
+        for step in range(1, 4):
+            ones = np.ones(216, dtype=np.float32)
+            nanw = rng.randn(216).astype(np.float32)
+            nanw[:135] = np.nan
+            infw = rng.randn(20).astype(np.float32)
+            infw[:3] = np.inf
+            infw[3:5] = -np.inf
+            for tag, values in (("ones", ones), ("nanw", nanw), ("infw", infw)):
+                rec.add_value("histogram", tag, Tensor(values))
+                finite = values[np.isfinite(values)].astype(np.float64)
+                exp.setdefault(tag, []).append({
+                    "step": step, "count": int(values.size), "nan": int(np.isnan(values).sum()),
+                    "pos_inf": int(np.isposinf(values).sum()), "neg_inf": int(np.isneginf(values).sum()),
+                    "min": float(finite.min()), "max": float(finite.max()),
+                    "quantiles": np.quantile(finite, [0, 0.5, 1]).tolist()})
+            rec.record(step)
+    expected["edge"] = exp
+
+
+def make_evalonly(out, expected):
+    """SummaryCollector given to Model.eval only: MindSpore writes a lineage file and no _MS file."""
+    import mindspore as ms
+    from mindspore import nn
+    import mindspore.dataset as ds
+    from mindspore.train import Model, SummaryCollector, Accuracy
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_seed(3)
+    net = _net(nn)
+    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), metrics={"acc": Accuracy()})
+    result = model.eval(_dataset(ds), callbacks=[SummaryCollector(os.path.join(out, "evalonly"))],
+                        dataset_sink_mode=False)
+    expected["evalonly"] = {"acc": float(result["acc"]), "valid_dataset_size": 16}
+
+
+def make_pipeline(out, expected):
+    """SummaryCollector on an image pipeline with a sampler and map operations (the lineage's dataset graph)."""
+    import mindspore as ms
+    from mindspore import nn
+    import mindspore.dataset as ds
+    import mindspore.dataset.transforms as transforms
+    import mindspore.dataset.vision as vision
+    from mindspore.train import Model, SummaryCollector
+    from PIL import Image
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    images = os.path.join(out, "_images")
+    rng = np.random.RandomState(17)
+    for cls in ("a", "b"):
+        os.makedirs(os.path.join(images, cls), exist_ok=True)
+        for i in range(4):
+            Image.fromarray((rng.rand(2, 2, 3) * 255).astype(np.uint8)).save(os.path.join(images, cls, "%d.png" % i))
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.flat = nn.Flatten()
+            self.fc = nn.Dense(12, 2)
+
+        def construct(self, x):
+            return self.fc(self.flat(x))
+
+    data = ds.ImageFolderDataset(images, sampler=ds.RandomSampler(num_samples=8))
+    data = data.map(operations=[vision.Decode(), vision.Rescale(1.0 / 255, 0.0), vision.HWC2CHW()],
+                    input_columns=["image"])
+    data = data.map(operations=[transforms.TypeCast(ms.int32)], input_columns=["label"]).batch(4)
+    net = Net()
+    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                  nn.Momentum(net.trainable_params(), 0.05, 0.9))
+    model.train(1, data, callbacks=[SummaryCollector(os.path.join(out, "pipeline"), collect_freq=1)],
+                dataset_sink_mode=False)
+    expected["pipeline"] = {"sampler": "RandomSampler", "num_samples": 8,
+                            "operations": ["Decode", "Rescale", "TypeCast"]}
 
 
 def reference(out):

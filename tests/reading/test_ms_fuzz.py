@@ -248,8 +248,9 @@ _TAGS = ["loss", "lr", "acc", "los", "a" * 127, "b" * 128, "c" * 300, "w/auto", 
                 min_size=1, max_size=60),
        st.integers(1, 4000))
 def test_vectorized_and_value_by_value_paths_agree(records_spec, budget):
-    """Whatever mix of layouts (repeated or not, long tags, repeated tags, other kinds), MsLogdir's scalars and
-    histograms equal a plain decoding of every record with the full message classes, in file order."""
+    """Whatever mix of layouts (repeated or not, long tags, repeated tags, other kinds, one tag with several kinds),
+    MsLogdir's scalars and histograms equal a plain decoding of every record with the full message classes, in
+    file order."""
     chunks = [records.frame(ms_proto.Event(wall_time=1.7e9, version=b"MindSpore.Event:1").SerializeToString())]
     for step, spec in enumerate(records_spec):
         ev = ms_proto.Event(wall_time=1.7e9 + step, step=step // 2)
@@ -267,13 +268,27 @@ def test_vectorized_and_value_by_value_paths_agree(records_spec, budget):
     buf = b"".join(chunks)
     want_scalars, want_hists = {}, {}
     mf_events = [ms_proto.Event.FromString(p) for p in ms_files.scan(buf).payloads]
+    # One name used for several kinds: the kind seen first keeps it (scalars first within a record), the others
+    # get MindSpore's suffix.
+    kinds = {}
+    rank = {"scalar_value": 0, "histogram": 1, "tensor": 2}
+    for ev in mf_events:
+        for v in sorted(ev.summary.value, key=lambda v: rank[v.WhichOneof("value")]):
+            known = kinds.setdefault(v.tag.decode(), [])
+            if v.WhichOneof("value") not in known:
+                known.append(v.WhichOneof("value"))
+
+    def name(tag, which):
+        return tag if kinds[tag][0] == which else tag + {"scalar_value": "[:Scalar]", "histogram": "[:Histogram]"}[which]
+
     for ev in mf_events:
         for v in ev.summary.value:
             tag = v.tag.decode()
             if v.WhichOneof("value") == "scalar_value":
-                want_scalars.setdefault(tag, []).append((ev.step, ev.wall_time, v.scalar_value))
+                want_scalars.setdefault(name(tag, "scalar_value"), []).append((ev.step, ev.wall_time, v.scalar_value))
             elif v.WhichOneof("value") == "histogram":
-                want_hists.setdefault(tag, []).append((ev.step, ev.wall_time, [[0.0, 1.0, float(v.histogram.count)]]))
+                want_hists.setdefault(name(tag, "histogram"), []).append(
+                    (ev.step, ev.wall_time, [[0.0, 1.0, float(v.histogram.count)]]))
     with tempfile.TemporaryDirectory() as root:
         with open(os.path.join(root, NAME), "wb") as f:
             f.write(buf)

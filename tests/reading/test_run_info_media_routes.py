@@ -142,6 +142,8 @@ def test_run_info_listing_and_errors(app):
     assert set(runs) == {"collector", "converted_collector", "monitored"}
     assert runs["monitored"] == app.plugin("/run_info", run="monitored")
     empty = app.plugin("/run_info", run="record")
+    (only_file,) = empty.pop("ms_files")      # the run's MindSpore files (which steps a later file superseded)
+    assert only_file["kind"] == "summary" and only_file["superseded"] == [] and only_file["steps"] == [1, 5]
     assert empty == {"run": "record", "sources": [], "run_info": None, "hparams": {}, "hparam_sources": {},
                      "lineage": None}
     assert app.plugin("/run_info", expect=404, run="nope")["error"]["code"] == 404
