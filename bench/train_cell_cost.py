@@ -53,6 +53,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=30, help="rounds of blocks (default 30)")
     parser.add_argument("--block-steps", type=int, default=10, help="steps per block (default 10)")
+    parser.add_argument("--mode", choices=("graph", "pynative"), default="graph", help="execution mode")
     args = parser.parse_args(argv)
 
     import mindspore as ms
@@ -60,7 +61,7 @@ def main(argv=None):
 
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, synthetic_arrays
 
-    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_context(mode=ms.GRAPH_MODE if args.mode == "graph" else ms.PYNATIVE_MODE)
     batch = DEMO_CONFIG["batch"]
     tokens, labels = synthetic_arrays(batch * 8, seed=0)
     xs = [Tensor(tokens[i * batch:(i + 1) * batch]) for i in range(8)]
@@ -96,7 +97,7 @@ def main(argv=None):
             result[k] = round(statistics.median(ratios[k]), 4)
     result.update({
         "ms_per_step": {k: round(statistics.median(v), 3) for k, v in ms_per_step.items()},
-        "blocks": args.blocks, "block_steps": args.block_steps,
+        "blocks": args.blocks, "block_steps": args.block_steps, "mode": args.mode,
         "mindspore_version": ms.__version__, "cpu_count": os.cpu_count(),
     })
     print(json.dumps(result, sort_keys=True))

@@ -62,6 +62,16 @@ class _LoopStats(nn.Cell):
         return token
 
 
+def _loss_tensor(loss):
+    """The loss as a float32 Tensor: from a Tensor, a number, a numpy value, or the first item of a tuple
+    (``value_and_grad(..., has_aux=True)`` returns ``(loss, aux...)``)."""
+    while isinstance(loss, (tuple, list)) and loss:
+        loss = loss[0]
+    if isinstance(loss, Tensor):
+        return loss
+    return Tensor(np.asarray(loss if loss is not None else np.nan, dtype=np.float32))
+
+
 class _Source:
     """What TrainMonitor reads from a MonitoredTrainCell, provided for a loop."""
 
@@ -85,7 +95,9 @@ class _Source:
 
     def update(self, loss, grads):
         self._started = True
-        self.stats(loss, grads)
+        # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every new
+        # value); mutable() makes it a variable. The loss must be a Tensor for the same reason.
+        self.stats(_loss_tensor(loss), ms.mutable(grads) if grads else grads)
 
     def read_and_reset(self):
         stats = self.stats.tbms_stats.asnumpy().copy()
