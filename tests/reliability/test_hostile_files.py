@@ -216,8 +216,6 @@ def test_huge_record_length_costs_no_memory(tmp_path):
         f.write(hostile.frame_header(n))
         f.seek(n, 1)
         f.write(b"\0\0\0\0")
-        from tb_plugin_mindspore import records
-
         f.write(records.frame(hostile.ms_scalar_event(1, 5.0).SerializeToString()))
     mf = ms_files.MsFile(str(path))
     tracemalloc.start()
