@@ -108,3 +108,40 @@ def write_ms(path, events, tail=b"", wall=T0):
             f.write(records.frame(e.SerializeToString()))
         f.write(tail)
     return path
+
+
+def png_bytes(width=2, height=2):
+    """A tiny valid RGB PNG (zlib only)."""
+    import zlib
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + b"\x80\x20\x10" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def ms_media_event(step, tag=b"x", wall=None):
+    """One MindSpore summary holding an image, a tensor and a histogram, all under ``tag`` (as MindSpore's own
+    summary-op tests do)."""
+    e = ms_proto.Event()
+    e.step, e.wall_time = step, T0 + step if wall is None else wall
+    v = e.summary.value.add()
+    v.tag = tag
+    v.image.width, v.image.height, v.image.colorspace = 2, 2, 3
+    v.image.encoded_image = png_bytes()
+    v = e.summary.value.add()
+    v.tag = tag
+    v.tensor.dims.extend([2, 3])
+    v.tensor.data_type = 11
+    v.tensor.float_data.extend([0.5 * i for i in range(6)])
+    v = e.summary.value.add()
+    v.tag = tag + b"_hist"
+    h = v.histogram
+    for left in range(3):
+        b = h.buckets.add()
+        b.left, b.width, b.count = float(left), 1.0, 2
+    h.min, h.max, h.count, h.sum = 0.0, 3.0, 6, 9.0
+    return e
