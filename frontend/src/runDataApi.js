@@ -16,6 +16,7 @@ export function normalizeRunInfo(body) {
     hparams: obj(body && body.hparams) || {},
     hparamSources: obj(body && body.hparam_sources) || {},
     lineage: obj(body && body.lineage),
+    msFiles: Array.isArray(body && body.ms_files) ? body.ms_files.filter((f) => f && typeof f === "object") : [],
   };
 }
 

@@ -9,11 +9,13 @@ import {
   formatValue,
   hparamRows,
   lineageSummary,
+  msFileRows,
   multiIndex,
   runInfoBasics,
   tensorLayout,
   tensorStatsText,
 } from "../src/views/runDataModel.js";
+import { nonfiniteNote } from "../src/views/histogramCard.js";
 
 test("values as text: float32 noise gone, integers whole, non-finite by name, objects as JSON", () => {
   assert.equal(formatValue(0.05000000074505806), "0.05");
@@ -42,7 +44,7 @@ test("hyperparameter rows are sorted by name and keep their source", () => {
   assert.deepEqual(rows[2], { name: "lr", value: 0.05, text: "0.05", source: "run_info" });
   assert.equal(rows[0].text, "<i>y</i>"); // shown as text by the view, never parsed
   assert.equal(rows[0].source, "");
-  assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, lineage: null });
+  assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, lineage: null, msFiles: [] });
 });
 
 test("the lineage summary names network, loss, optimizer, dataset and user data", () => {
@@ -118,4 +120,48 @@ test("tensor statistics line and media listing normalization", () => {
   assert.equal(tensorStatsText({ shape: [0], dtype: "float32", size: 0, min: null }), "shape [0] · float32 · 0 values");
   const media = normalizeMedia({ runs: { r: { images: [{ tag: "pic", count: "5", max_step: 5 }] } } });
   assert.deepEqual(media, { r: { images: [{ tag: "pic", display_name: "pic", count: 5, max_step: 5, source: "" }], tensors: [] } });
+});
+
+test("dataset pipeline: a Map's operations and a source's sampler", () => {
+  const graph = {
+    op_type: "Batch",
+    children: [
+      {
+        op_type: "Map",
+        operations: [{ name: "Decode", params: {} }, { name: "Rescale", params: { rescale: 0.0039 } }],
+        children: [{ op_type: "ImageFolderDataset", sampler: { name: "RandomSampler", params: { num_samples: 8, replacement: false } } }],
+      },
+    ],
+  };
+  assert.equal(datasetChain(graph), "Batch ← Map(Decode, Rescale) ← ImageFolderDataset [RandomSampler(num_samples=8, replacement=false)]");
+  assert.equal(datasetChain({ op_type: "Map", operations: Array.from({ length: 8 }, (_, i) => ({ name: `op${i}` })) }), "Map(op0, op1, op2, op3, op4, op5, +2)");
+});
+
+test("MindSpore files: listed only for several files or a superseded range", () => {
+  assert.deepEqual(msFileRows([{ file: "r/a_MS", kind: "summary", steps: [1, 5], superseded: [] }]), []);
+  assert.deepEqual(msFileRows(undefined), []);
+  const rows = msFileRows([
+    { file: "r/events.summary.100.0.h_MS", kind: "summary", created: 100, steps: [1, 10], superseded: [{ by: "r/events.summary.200.0.h_MS", from_step: 6, to_step: 10, points: 10, tags: ["loss", "w"] }] },
+    { file: "r/events.summary.200.0.h_MS", kind: "summary", created: 200, steps: [6, 15], superseded: [] },
+    { file: "r/events.summary.200.0.h_lineage", kind: "lineage", created: 200, steps: null, superseded: [] },
+  ]);
+  assert.equal(rows.length, 3);
+  assert.equal(rows[0].superseded, "steps 6–10 replaced by events.summary.200.0.h_MS (10 points: loss, w)");
+  assert.equal(rows[0].created, "1970-01-01 00:01:40");
+  assert.equal(rows[1].steps, "6–15");
+  assert.equal(rows[2].steps, "lineage");
+});
+
+test("run info answers keep the MindSpore file list", () => {
+  const info = normalizeRunInfo({ run: "r", ms_files: [{ file: "r/x_MS", kind: "summary" }, null, 3] });
+  assert.deepEqual(info.msFiles, [{ file: "r/x_MS", kind: "summary" }]);
+  assert.deepEqual(normalizeRunInfo({ run: "r" }).msFiles, []);
+});
+
+test("histogram NaN/Inf note from MindSpore's counts", () => {
+  assert.equal(nonfiniteNote([{ run: "a", data: { nonfinite: [], nonfinite_steps: 0 } }]), "");
+  assert.equal(
+    nonfiniteNote([{ run: "a", data: { nonfinite: [[1, 135, 0, 0], [3, 135, 2, 1]], nonfinite_steps: 3 } }]),
+    "NaN/Inf values (not in the bands): a: 3 steps, at step 3 135 NaN, 2 +Inf, 1 −Inf",
+  );
 });

@@ -20,7 +20,10 @@ _EMPTY_FILE_BYTES = 128  # an event file holding only its file_version record
 
 
 def is_ms_summary_file(name):
-    return "summary." in name and name.endswith(MS_SUFFIX)
+    """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
+    from .ms_logdir import file_kind
+
+    return file_kind(name) is not None
 
 
 def is_tf_event_file(name):
@@ -145,9 +148,10 @@ class LogdirStatus:
                        "callback (or run `tb-mindspore demo`).%s" % (self._abs(), self._relative_hint()))
         elif counts["event_files"] == 0:
             reason = "only_ms_files"
-            message = ("Found %d MindSpore summary file(s) (*_MS, written by SummaryCollector / SummaryRecord) "
-                       "but no TensorBoard event files. Run `tb-mindspore convert %s` to turn them into event "
-                       "files TensorBoard can read." % (counts["ms_files"], logdir))
+            message = ("Found %d MindSpore summary file(s) (*_MS, *_lineage: SummaryCollector / SummaryRecord) "
+                       "but no curves in them yet. An evaluation-only run (SummaryCollector in Model.eval) "
+                       "writes only a lineage file: its metrics are under Run info. For TensorBoard's own tabs, "
+                       "`tb-mindspore convert %s` writes event files." % (counts["ms_files"], logdir))
         elif counts["event_bytes"] <= _EMPTY_FILE_BYTES or run_count == 0:
             reason = "waiting_for_flush"
             message = ("Event files exist but hold no data yet. Training writes them every few seconds; "

@@ -62,7 +62,8 @@ def test_a_resume_keeps_the_first_files_steps_before_the_resume(layouts, ms_layo
     # A tag the resumed run no longer writes is kept whole; histograms come from both files, not only the last.
     assert [s for s, _, _ in layouts.scalars("resume")["only_first"]] == list(range(1, 11))
     hist = layouts.histograms("resume", stats=True)["w"]
-    assert [(s, n["min"]) for s, _, _, n in hist] == [(s, lo) for s, lo, _ in exp["first"]["w"][:5] + exp["second"]["w"]]
+    want = exp["first"]["w"][:5] + exp["second"]["w"]
+    assert [(s, n["min"]) for s, _, _, n in hist] == [(s, lo) for s, lo, _ in want]
     first, second = layouts.files("resume")
     assert first["superseded"] == [{"by": second["file"], "from_step": 6, "to_step": 10, "points": 10,
                                     "tags": ["loss", "w"]}]

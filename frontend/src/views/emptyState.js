@@ -5,7 +5,7 @@ import { el } from "../dom.js";
 const TITLES = {
   no_logdir: "TensorBoard has no log directory",
   no_event_files: "No event files under the log directory",
-  only_ms_files: "Only MindSpore summary files (_MS) found",
+  only_ms_files: "MindSpore summary files with no curves yet",
   waiting_for_flush: "Waiting for the first data",
   no_scalars: "No scalar series yet",
 };
@@ -20,8 +20,8 @@ const HINTS = {
     "A recorded run shows up here within seconds; this page checks again by itself.",
   ],
   only_ms_files: [
-    "MindSpore's SummaryCollector and SummaryRecord write *_MS files in MindSpore's own format, which TensorBoard cannot read.",
-    "Record runs with this plugin's callback instead (see the README): it writes TensorBoard event files.",
+    "This tab reads MindSpore's own files (SummaryCollector, SummaryRecord, summary ops) directly: their scalars and histograms appear here as soon as they are written.",
+    "An evaluation-only run (SummaryCollector in Model.eval) writes only a lineage file: its metrics and dataset pipeline are under Run info below.",
   ],
   waiting_for_flush: [
     "Event files exist but hold no data yet: the writer has not flushed its first values.",

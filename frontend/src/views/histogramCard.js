@@ -85,6 +85,8 @@ export class HistogramCard {
     if (sampled.length) {
       this.notes.append(el("span", { class: "ms-note", text: `${sampled[0].data.rows.length} of ${sampled[0].data.total_steps} steps` }));
     }
+    const nonfinite = nonfiniteNote(ok);
+    if (nonfinite) this.notes.append(el("span", { class: "ms-note ms-error", "data-testid": "hist-nonfinite", text: nonfinite }));
     this.notes.append(el("span", { class: "ms-note", title: "Bands: min-max, ±1.5σ, ±1σ, ±0.5σ quantiles of a normal distribution; line: median", text: "bands: quantiles · line: median" }));
   }
 
@@ -98,4 +100,18 @@ export class HistogramCard {
     if (this.chart) this.chart.destroy();
     this.element.remove();
   }
+}
+
+/** "NaN/Inf values (not in the bands): run: 3 steps, at step 3 135 NaN, 0 +Inf, 0 −Inf": MindSpore's non-finite
+ * counts, which the bands (drawn from the finite values) cannot show; "" when there are none. */
+export function nonfiniteNote(results) {
+  const parts = [];
+  for (const r of results) {
+    const rows = (r.data && Array.isArray(r.data.nonfinite) && r.data.nonfinite) || [];
+    const steps = Number((r.data && r.data.nonfinite_steps) || rows.length);
+    if (!steps || !rows.length) continue;
+    const [step, nan, pos, neg] = rows[rows.length - 1];
+    parts.push(`${r.run}: ${steps} step${steps === 1 ? "" : "s"}, at step ${step} ${nan} NaN, ${pos} +Inf, ${neg} −Inf`);
+  }
+  return parts.length ? `NaN/Inf values (not in the bands): ${parts.join("; ")}` : "";
 }

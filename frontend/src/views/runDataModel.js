@@ -77,12 +77,30 @@ export function lineageSummary(lineage) {
   return { facts, metrics, user, dataset: datasetChain(lineage.dataset_graph) };
 }
 
-/** The dataset pipeline as one line, outermost operation first ("Batch ← Shuffle ← GeneratorDataset"). */
+function opNames(list, limit = 6) {
+  const names = (Array.isArray(list) ? list : []).map((op) => String((op && op.name) || "?"));
+  return names.length > limit ? names.slice(0, limit).concat(`+${names.length - limit}`) : names;
+}
+
+function samplerText(sampler) {
+  if (!sampler || typeof sampler !== "object") return "";
+  const params = sampler.params && typeof sampler.params === "object" ? sampler.params : {};
+  const shown = ["num_samples", "num_shards", "shard_id", "replacement"].filter((k) => params[k] !== undefined);
+  const args = shown.map((k) => `${k}=${formatValue(params[k])}`).join(", ");
+  return `${sampler.name || "sampler"}${args ? `(${args})` : ""}`;
+}
+
+/** The dataset pipeline as one line, outermost operation first, with a Map's operations and a source's sampler
+ * ("Batch ← Map(TypeCast) ← Map(Decode, Rescale) ← ImageFolderDataset [RandomSampler(num_samples=8)]"). */
 export function datasetChain(graph, limit = 12) {
   const names = [];
   let node = graph;
   while (node && typeof node === "object" && names.length < limit) {
-    if (node.op_type) names.push(String(node.op_type));
+    if (node.op_type) {
+      const ops = opNames(node.operations);
+      const sampler = samplerText(node.sampler);
+      names.push(String(node.op_type) + (ops.length ? `(${ops.join(", ")})` : "") + (sampler ? ` [${sampler}]` : ""));
+    }
     const children = Array.isArray(node.children) ? node.children : [];
     if (children.length > 1) {
       names.push(`(${children.length} inputs)`);
@@ -161,4 +179,27 @@ export function tensorStatsText(s) {
   if (s.neg_inf) bad.push(`${s.neg_inf} -Inf`);
   if (bad.length) parts.push(bad.join(", "));
   return parts.filter(Boolean).join(" · ");
+}
+
+/** The run's MindSpore files when there is something to say (several summary files, a superseded range):
+ * [{file, created, steps, superseded}] with text fields, else []. */
+export function msFileRows(files) {
+  const list = Array.isArray(files) ? files : [];
+  const summaries = list.filter((f) => f.kind === "summary");
+  if (summaries.length < 2 && !list.some((f) => Array.isArray(f.superseded) && f.superseded.length)) return [];
+  const base = (path) => String(path).split("/").pop();
+  return list.map((f) => {
+    const lost = (Array.isArray(f.superseded) ? f.superseded : []).map(
+      (e) =>
+        `steps ${e.from_step}–${e.to_step} replaced by ${base(e.by)} (${e.points} point${e.points === 1 ? "" : "s"}: ${(e.tags || []).join(", ")})`,
+    );
+    return {
+      file: String(f.file),
+      name: base(f.file),
+      kind: String(f.kind || ""),
+      created: typeof f.created === "number" ? new Date(f.created * 1000).toISOString().replace("T", " ").slice(0, 19) : "",
+      steps: Array.isArray(f.steps) ? `${f.steps[0]}–${f.steps[1]}` : f.kind === "lineage" ? "lineage" : "no steps",
+      superseded: lost.join("; "),
+    };
+  });
 }

@@ -6,7 +6,7 @@
 import css from "./runData.css?inline";
 import { el, clear } from "../dom.js";
 import { fetchRunInfos } from "../runDataApi.js";
-import { hparamRows, lineageSummary, runInfoBasics } from "./runDataModel.js";
+import { hparamRows, lineageSummary, msFileRows, runInfoBasics } from "./runDataModel.js";
 
 const SETTINGS_KEY = "tb-mindspore.runinfo.v1";
 const SOURCE_LABELS = {
@@ -87,7 +87,29 @@ function factTable(rows, testid) {
   );
 }
 
-function runCard(run, info) {
+function filesTable(rows) {
+  return el(
+    "table",
+    { class: "ms-rd-hparams", "data-testid": "runinfo-files" },
+    el("thead", {}, el("tr", {}, el("th", { text: "file (creation order)" }), el("th", { text: "created" }), el("th", { text: "steps" }), el("th", { text: "superseded" }))),
+    el(
+      "tbody",
+      {},
+      rows.map((r) =>
+        el(
+          "tr",
+          { "data-testid": "runinfo-file", "data-file": r.file },
+          el("td", { class: "ms-rd-name", text: r.name, title: r.file }),
+          el("td", { class: "ms-muted", text: r.created }),
+          el("td", { text: r.steps }),
+          el("td", { "data-testid": "runinfo-file-superseded", text: r.superseded || "—" }),
+        ),
+      ),
+    ),
+  );
+}
+
+function runCard(run, info, unlisted) {
   const rows = hparamRows(info);
   const sources = el(
     "div",
@@ -98,6 +120,9 @@ function runCard(run, info) {
     el("div", { class: "ms-card-header" }, el("div", { class: "ms-card-titles" }, el("div", { class: "ms-card-title", "data-testid": "runinfo-run-name", text: run, title: run }))),
     sources,
   ];
+  if (unlisted) {
+    parts.push(el("div", { class: "ms-muted", "data-testid": "runinfo-unlisted", text: "No series to draw (an evaluation-only or lineage-only run), so it is not in the run list; shown here always." }));
+  }
   if (rows.length) {
     parts.push(el("div", { class: "ms-rd-subhead", text: "Hyperparameters" }));
     parts.push(
@@ -136,6 +161,11 @@ function runCard(run, info) {
       parts.push(factTable(lineage.user, "runinfo-user"));
     }
   }
+  const files = msFileRows(info.msFiles);
+  if (files.length) {
+    parts.push(el("div", { class: "ms-rd-subhead", text: "MindSpore files (a later file supersedes earlier ones from its first step)" }));
+    parts.push(filesTable(files));
+  }
   const basics = runInfoBasics(info.runInfo);
   if (basics.length) {
     parts.push(el("div", { class: "ms-rd-subhead", text: "Run" }));
@@ -152,13 +182,16 @@ function runCard(run, info) {
       ),
     );
   }
-  return el("div", { class: "ms-card ms-rd-card", "data-testid": "runinfo-card", "data-run": run, "data-sources": info.sources.join(" ") }, parts);
+  return el("div", { class: "ms-card ms-rd-card", "data-testid": "runinfo-card", "data-run": run, "data-unlisted": String(Boolean(unlisted)), "data-sources": info.sources.join(" ") }, parts);
 }
 
 export class RunInfoSection {
-  /** ``visibleRuns()``: the runs checked in the dashboard's run selector (all runs when null). */
-  constructor(visibleRuns = null) {
+  /** ``visibleRuns()``: the runs checked in the dashboard's run selector (all runs when null); ``listedRuns()``:
+   * the runs the selector lists (runs it does not list, e.g. evaluation-only runs with no series, are always shown,
+   * since there is no checkbox for them). */
+  constructor(visibleRuns = null, listedRuns = null) {
     this.visibleRuns = visibleRuns;
+    this.listedRuns = listedRuns;
     this.infos = {};
     injectRunDataStyles();
     const shell = sectionShell({
@@ -191,17 +224,19 @@ export class RunInfoSection {
   render() {
     const infos = this.infos;
     const visible = this.visibleRuns ? new Set(this.visibleRuns()) : null;
+    const listed = this.listedRuns ? new Set(this.listedRuns()) : null;
     const all = Object.keys(infos).sort();
-    const runs = visible ? all.filter((r) => visible.has(r)) : all;
+    const unlisted = (r) => Boolean(listed) && !listed.has(r);
+    const runs = visible ? all.filter((r) => visible.has(r) || unlisted(r)) : all;
     this.count.textContent = runs.length === all.length ? String(runs.length) : `${runs.length} of ${all.length}`;
     this.element.hidden = all.length === 0;
     this.element.dataset.state = all.length ? "ready" : "empty";
     this.element.dataset.runs = String(runs.length);
-    const signature = JSON.stringify(runs.map((r) => [r, infos[r]]));
+    const signature = JSON.stringify(runs.map((r) => [r, unlisted(r), infos[r]]));
     if (signature === this.signature) return;
     this.signature = signature;
-    clear(this.grid).append(...runs.map((r) => runCard(r, infos[r])));
-    if (!runs.length && all.length) {
+    clear(this.grid).append(...runs.map((r) => runCard(r, infos[r], unlisted(r))));
+    if (all.some((r) => !unlisted(r) && !runs.includes(r)) && !runs.some((r) => !unlisted(r))) {
       this.grid.append(el("div", { class: "ms-muted", "data-testid": "runinfo-none-checked", text: "The runs with run info are unchecked in the run list." }));
     }
   }
@@ -210,7 +245,7 @@ export class RunInfoSection {
 /** Adds the section at the end of the dashboard's main column; refreshed when the dashboard refreshes. */
 export function mountRunInfo(dashboard) {
   const selector = dashboard && dashboard.runSelector;
-  const section = new RunInfoSection(selector ? () => selector.visibleRuns() : null);
+  const section = new RunInfoSection(selector ? () => selector.visibleRuns() : null, selector ? () => selector.runs || [] : null);
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
   section.refresh();
