@@ -94,12 +94,13 @@ class MindSporePlugin(base_plugin.TBPlugin):
         )
         self._view = provider.DataView(self._data_provider)
         self._cache = series_cache.ResponseCache()
-        self._batch = batch.ScalarsBatch(self._data_provider, self._cache)
+        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None))
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
-        self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None)
+        self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
+                                                multiplexer=getattr(context, "multiplexer", None))
 
     def get_plugin_apps(self):
         return {

@@ -45,13 +45,14 @@ class HealthCache:
     """Health reports over a data provider, cached per run (see the module docstring). Thread-safe."""
 
     def __init__(self, data_provider, logdir=None, config=None, max_bytes=DEFAULT_MAX_BYTES,
-                 max_parallel=DEFAULT_MAX_PARALLEL, clock=time.time):
+                 max_parallel=DEFAULT_MAX_PARALLEL, clock=time.time, multiplexer=None):
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive, got %r" % (max_bytes,))
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1, got %r" % (max_parallel,))
         engine.validate_config(config)
         self._provider = data_provider
+        self._multiplexer = multiplexer   # the Python loader's, read directly (reading/points.py); None: fast loader
         self._logdir = logdir or None
         self._config = config
         self._clock = clock
@@ -126,7 +127,8 @@ class HealthCache:
         if not todo:
             return out
         read = {r.run: r for r in sources.read_runs(self._provider, ctx, eid, listing, sorted(todo),
-                                                    logdir=self._logdir, now=self._clock())}
+                                                    logdir=self._logdir, now=self._clock(),
+                                                    multiplexer=self._multiplexer)}
         for run, token in todo.items():
             series = read.get(run)
             if series is None:     # gone between the listing and the read

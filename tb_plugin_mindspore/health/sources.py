@@ -76,14 +76,6 @@ def file_stats(directory, predicate=_is_event_file):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Through the data provider
-def _floats(value):
-    """A tensor's values as a flat float64 array; empty when they are not numbers (a hostile series is skipped)."""
-    try:
-        return np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        return np.zeros(0)
-
-
 def _run_info(datum):
     try:
         raw = np.asarray(datum.numpy).reshape(-1)[0]
@@ -171,7 +163,7 @@ def _rule_reads(content, tag):
     return kind in (metadata.KIND_LAYERS, metadata.KIND_RUN_INFO)
 
 
-def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, now=None):
+def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, now=None, multiplexer=None):
     """``[RunSeries]`` of the runs the data provider knows (or only ``runs``), sorted by name.
 
     Args:
@@ -180,46 +172,67 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
       runs: limit to these run names (``None``: every run with scalars or our plugin's data).
       logdir: the server's own local logdir; enables event-file size and modification time per run.
       now: the time the check runs at (default: ``time.time()``).
+      multiplexer: the Python loader's multiplexer behind ``data_provider``, read directly where it holds a series.
     """
     listing = ProviderListing(data_provider, ctx, experiment_id)
-    return read_runs(data_provider, ctx, experiment_id, listing, listing.runs(runs), logdir=logdir, now=now)
+    return read_runs(data_provider, ctx, experiment_id, listing, listing.runs(runs), logdir=logdir, now=now,
+                     multiplexer=multiplexer)
 
 
-def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None):
+def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None, multiplexer=None):
     """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
 
-    Reads every stored point of the series a rule uses, in one provider call for the scalars of all these runs
-    and one for our plugin's series."""
-    from tensorboard.data import provider as tb_provider
+    Reads every stored point of the series a rule uses: from ``multiplexer`` (the Python loader's, fast) where it
+    holds them, else in one provider call for the scalars of all these runs and one for our plugin's series."""
+    from ..reading import points as points_module
 
     now = time.time() if now is None else float(now)
     names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
     if not names:
         return []
-    wanted = sorted({t for run in names for t in (listing.scalars.get(run) or {}) if is_needed_tag(t)})
-    scalar_data = data_provider.read_scalars(
-        ctx, experiment_id=experiment_id, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=names, tags=wanted),
-    ) if wanted else {}
-    tensor_tags = sorted({t for run in names for t in (listing.ours.get(run) or {})})
-    tensor_data = data_provider.read_tensors(
+    scalar_tags = {run: sorted(t for t in (listing.scalars.get(run) or {}) if is_needed_tag(t)) for run in names}
+    scalar_data = points_module.read(data_provider, ctx, experiment_id, SCALARS_PLUGIN, scalar_tags, scalar=True,
+                                     multiplexer=multiplexer)
+    ours = {run: listing.ours.get(run) or {} for run in names}
+    tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") != metadata.KIND_RUN_INFO)
+                   for run, tags in ours.items()}
+    tensor_data = points_module.read(data_provider, ctx, experiment_id, metadata.PLUGIN_NAME, tensor_tags,
+                                     scalar=False, multiplexer=multiplexer)
+    infos = _run_infos(data_provider, ctx, experiment_id, {
+        run: [t for t, (c, _) in tags.items() if c.get("kind") == metadata.KIND_RUN_INFO]
+        for run, tags in ours.items()})
+    return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
+                        infos.get(run) or {}) for run in names]
+
+
+def _run_infos(data_provider, ctx, experiment_id, run_tags):
+    """``{run: run information dict}`` from the newest point of each run's run-info series (a string tensor)."""
+    from tensorboard.data import provider as tb_provider
+
+    run_tags = {run: tags for run, tags in run_tags.items() if tags}
+    if not run_tags:
+        return {}
+    data = data_provider.read_tensors(
         ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=names, tags=tensor_tags),
-    ) if tensor_tags else {}
-    return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now)
-            for run in names]
+        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(run_tags),
+                                                tags=sorted({t for tags in run_tags.values() for t in tags})))
+    out = {}
+    for run, tags in run_tags.items():
+        for tag in tags:
+            series = (data.get(run) or {}).get(tag)
+            if series:
+                out[run] = _run_info(sorted(series, key=lambda d: d.step)[-1])
+    return out
 
 
-def _run_series(run, scalar_points, tensor_points, listing, logdir, now):
+def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
+    """One :class:`RunSeries` from ``{tag: points.Points}`` of its scalars and of our plugin's series."""
     scalars = {}
     first_wall, last_wall = None, None
-    for tag, points in scalar_points.items():
-        if not points:
+    for tag, pts in scalar_points.items():
+        if not len(pts.steps):
             continue
-        n = len(points)
-        s = Series.from_points(tag, np.fromiter((p.step for p in points), np.int64, n),
-                               np.fromiter((p.wall_time for p in points), np.float64, n),
-                               np.fromiter((p.value for p in points), np.float64, n))
+        s = Series.from_points(tag, pts.steps, pts.walls, pts.values)
         scalars[tag] = s
         lo, hi = float(np.min(s.wall_times)), float(np.max(s.wall_times))
         first_wall = lo if first_wall is None else min(first_wall, lo)
@@ -230,34 +243,29 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now):
         wall = getattr(datum, "wall_time", None)
         if wall is not None and math.isfinite(wall):
             last_wall = wall if last_wall is None else max(last_wall, wall)
-    intervals, layers, info = {}, {}, {}
+    intervals, layers = {}, {}
     contents = listing.ours.get(run) or {}
-    for tag, data in tensor_points.items():
+    for tag, pts in tensor_points.items():
         content = (contents.get(tag) or (None, None))[0]
-        if content is None or not data:
+        if content is None or not len(pts.steps):
             continue
         kind = content.get("kind")
-        if kind == metadata.KIND_RUN_INFO:
-            info = _run_info(sorted(data, key=lambda d: d.step)[-1])
-            continue
-        newest = max(d.wall_time for d in data)
+        newest = float(np.max(pts.walls))
         last_wall = newest if last_wall is None else max(last_wall, newest)
         if kind == metadata.KIND_INTERVAL:
             of = content.get("of") or metadata.scalar_tag_of_interval(tag)
-            rows = []
-            for d in data:
-                v = _floats(d.numpy)
-                if v.size == len(metadata.INTERVAL_FIELDS):
-                    rows.append([d.step] + v.tolist())
-            if of and rows:
+            width = len(metadata.INTERVAL_FIELDS)
+            keep = [i for i, v in enumerate(pts.values) if v.size == width]
+            if of and keep:
+                table = np.stack([pts.values[i] for i in keep])
+                rows = np.column_stack([pts.steps[keep].astype(np.float64), table])
                 intervals[of] = IntervalSeries.from_rows(of, rows)
         elif kind == metadata.KIND_LAYERS:
             names_ = list(content.get("layers") or [])
-            keep = [d for d in data if _floats(d.numpy).size == len(names_)]
+            keep = [i for i, v in enumerate(pts.values) if v.size == len(names_)]
             if names_ and keep:
-                layers[tag] = LayerSeries.from_rows(
-                    tag, names_, [d.step for d in keep], [d.wall_time for d in keep],
-                    [_floats(d.numpy) for d in keep])
+                layers[tag] = LayerSeries.from_rows(tag, names_, pts.steps[keep], pts.walls[keep],
+                                                    [pts.values[i] for i in keep])
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:

@@ -9,24 +9,23 @@ float32 they were recorded as) and wall times rounded to the millisecond; the ``
 """
 
 from tensorboard import errors
-from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import downsample, encode, series_cache
+from . import downsample, encode, points, series_cache
 
 import numpy as np
 
 SCALARS_PLUGIN = "scalars"
-_READ_ALL = 10 ** 9
 MAX_RUNS = 200
 MAX_TAGS = 500
 MAX_PAIRS = 2000
 
 
 class ScalarsBatch:
-    def __init__(self, data_provider, cache):
+    def __init__(self, data_provider, cache, multiplexer=None):
         self._provider = data_provider
         self._cache = cache
+        self._multiplexer = multiplexer   # the Python loader's (None under --load_fast): read directly
         self._listings = series_cache.listings_for(data_provider)
         self._flights = series_cache.SingleFlight()
 
@@ -88,7 +87,7 @@ class ScalarsBatch:
         if not todo:
             return out
         series = read_series(self._provider, ctx, eid, run, todo, max_points,
-                             with_interval=[t for t in todo if tokens[(run, t)][2]])
+                             with_interval=[t for t in todo if tokens[(run, t)][2]], multiplexer=self._multiplexer)
         for tag in todo:
             key, token, _ = tokens[(run, tag)]
             body = series.get(tag)
@@ -97,30 +96,40 @@ class ScalarsBatch:
         return out
 
 
-def read_series(data_provider, ctx, eid, run, tags, max_points, with_interval=()):
-    """{tag: JSON-safe scalars answer} for ``tags`` of one run (absent tags are left out)."""
-    data = data_provider.read_scalars(
-        ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=[run], tags=list(tags)),
-    ).get(run, {})
+def read_series(data_provider, ctx, eid, run, tags, max_points, with_interval=(), multiplexer=None):
+    """{tag: JSON-safe scalars answer} for ``tags`` of one run (absent tags are left out). ``multiplexer``: the
+    Python loader's, read directly where it holds the series (``points.py``)."""
+    data = points.read(data_provider, ctx, eid, SCALARS_PLUGIN, {run: list(tags)}, scalar=True,
+                       multiplexer=multiplexer).get(run, {})
     intervals = {}
     if with_interval:
-        itags = [metadata.interval_tag(t) for t in with_interval]
-        idata = data_provider.read_tensors(
-            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
-            run_tag_filter=tb_provider.RunTagFilter(runs=[run], tags=itags),
-        ).get(run, {})
-        for tag in with_interval:
-            rows = interval_rows(idata.get(metadata.interval_tag(tag)))
+        itags = {tag: metadata.interval_tag(tag) for tag in with_interval}
+        idata = points.read(data_provider, ctx, eid, metadata.PLUGIN_NAME, {run: list(itags.values())},
+                            scalar=False, multiplexer=multiplexer).get(run, {})
+        for tag, itag in itags.items():
+            rows = interval_table(idata.get(itag))
             if rows is not None:
                 intervals[tag] = downsample.bucket_intervals(rows, max_points)
     out = {}
     for tag in tags:
-        points = data.get(tag)
-        if points is None:
+        pts = data.get(tag)
+        if pts is None:
             continue
-        out[tag] = series_body(run, tag, points, intervals.get(tag), max_points)
+        out[tag] = body_of_arrays(run, tag, pts.steps, pts.walls, pts.values, intervals.get(tag), max_points)
     return out
+
+
+def interval_table(pts):
+    """``[[step, min, mean, max, count, nonfinite]]`` sorted by step from interval ``points.Points`` (None if
+    empty); rows of another width are skipped."""
+    if pts is None:
+        return None
+    width = len(metadata.INTERVAL_FIELDS)
+    keep = [i for i, v in enumerate(pts.values) if v.size == width]
+    if not keep:
+        return None
+    order = sorted(keep, key=lambda i: pts.steps[i])
+    return [[int(pts.steps[i])] + pts.values[i].tolist() for i in order]
 
 
 def interval_rows(series):
@@ -137,11 +146,17 @@ def interval_rows(series):
 
 
 def series_body(run, tag, points, interval, max_points):
-    """The ``scalars`` answer of one series as JSON-safe Python data."""
+    """The ``scalars`` answer of one series as JSON-safe Python data, from the provider's scalar points."""
     n = len(points)
     steps = np.fromiter((d.step for d in points), dtype=np.int64, count=n)
     walls = np.fromiter((d.wall_time for d in points), dtype=np.float64, count=n)
     values = np.fromiter((d.value for d in points), dtype=np.float64, count=n)
+    return body_of_arrays(run, tag, steps, walls, values, interval, max_points)
+
+
+def body_of_arrays(run, tag, steps, walls, values, interval, max_points):
+    """The ``scalars`` answer of one series as JSON-safe Python data, from its steps, wall times and values."""
+    n = int(steps.size)
     order = np.lexsort((walls, steps))
     steps, walls, values = steps[order], walls[order], values[order]
     keep = downsample.keep_indices(values, max_points)
@@ -152,7 +167,7 @@ def series_body(run, tag, points, interval, max_points):
         "tag": tag,
         "tier": metadata.tier_of(tag),
         "display_name": metadata.display_name(tag),
-        "total_points": int(n),
+        "total_points": n,
         "downsampled": bool(keep.size < n),
         "points": pts,
         "interval": None,
