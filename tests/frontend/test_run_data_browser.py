@@ -216,3 +216,47 @@ def test_names_and_values_are_text(page, server):
     frame.wait_for_selector(tensor + "[data-state=drawn]", timeout=30000)
     assert frame.evaluate("() => window.__hacked === undefined && !document.querySelector('img[src=x]')")
     assert page.console_errors == []
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory):
+    sys.path.insert(0, os.path.join(TESTS, "reading"))
+    import ms_fixture_lib
+
+    return ms_fixture_lib.ms_layouts(tmp_path_factory)
+
+
+def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts):
+    """An evaluation-only SummaryCollector run (a lineage file, no series) is shown with its metrics and no
+    checkbox, also when it is all there is; a resumed run lists its files and what the later one superseded."""
+    only = tmp_path / "only"
+    layouts.copy_run("evalonly", only)
+    with tensorboard_process(only) as base:
+        frame = open_tab(page, base)
+        empty = frame.wait_for_selector("[data-testid=empty-state]", timeout=60000)
+        assert empty.get_attribute("data-reason") == "only_ms_files"
+        assert "TrainMonitor" not in empty.inner_text() and "Run info" in empty.inner_text()
+        card = frame.wait_for_selector("[data-testid=runinfo-card][data-run=evalonly]", timeout=30000)
+        assert card.is_visible() and card.get_attribute("data-unlisted") == "true"
+        assert set(facts(card, "runinfo-metrics")) == {"acc"}
+        assert frame.query_selector("[data-testid=run-checkbox][data-run=evalonly]") is None
+        screenshot(page, "run_data_eval_only.png")
+        assert page.console_errors == []
+    both = tmp_path / "both"
+    for run in ("evalonly", "resume"):
+        layouts.copy_run(run, both)
+    with tensorboard_process(both) as base:
+        frame = open_tab(page, base)
+        frame.wait_for_selector("[data-testid=runinfo-card][data-run=resume]", timeout=60000)
+        rows = frame.query_selector_all("[data-testid=runinfo-card][data-run=resume] [data-testid=runinfo-file]")
+        assert len(rows) == 2
+        lost = rows[0].query_selector("[data-testid=runinfo-file-superseded]").inner_text()
+        assert lost.startswith("steps 6–10 replaced by") and "loss, w" in lost
+        assert frame.query_selector("[data-testid=run-checkbox][data-run=evalonly]") is None
+        # Unchecking every listed run leaves the run without series in place.
+        frame.click('[data-testid=run-item][data-run="resume"] [data-testid=run-checkbox]')
+        frame.wait_for_selector("[data-testid=runinfo-card][data-run=resume]", state="detached", timeout=10000)
+        assert frame.query_selector("[data-testid=runinfo-card][data-run=evalonly]") is not None
+        assert frame.query_selector("[data-testid=runinfo-none-checked]") is not None
+        screenshot(page, "run_data_files.png")
+        assert page.console_errors == []
