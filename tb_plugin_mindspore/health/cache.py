@@ -16,6 +16,7 @@ run of 100,000 steps); the rules themselves take milliseconds. So, per run:
   is kept for the next request.
 """
 
+import collections
 import dataclasses
 import threading
 import time
@@ -61,13 +62,13 @@ class HealthCache:
         self._flights = series_cache.SingleFlight()
         self._gate = threading.BoundedSemaphore(max_parallel)
         self._data_rules, self._clock_rules = engine.split_rules()
-        self.computed_runs = 0      # runs read and checked (misses)
+        self.computed = collections.Counter()   # run -> times it was read and checked
 
     @property
     def stats(self):
         """``{"hits", "misses", "computed_runs", "shared"}`` (for tests and benchmarks)."""
-        return {"hits": self._entries.hits, "misses": self._entries.misses, "computed_runs": self.computed_runs,
-                "shared": self._flights.shared}
+        return {"hits": self._entries.hits, "misses": self._entries.misses,
+                "computed_runs": sum(self.computed.values()), "shared": self._flights.shared}
 
     def runs(self, ctx, eid):
         return sources.ProviderListing(self._provider, ctx, eid, self._listings).runs()
@@ -136,6 +137,6 @@ class HealthCache:
                 continue
             entry = _Entry(series, engine.check_run(series, self._config, rules=self._data_rules))
             self._entries.put((eid, run), token, entry, size=_series_bytes(series))
-            self.computed_runs += 1
+            self.computed[run] += 1
             out[run] = entry
         return out
