@@ -15,6 +15,7 @@ from tb_plugin_mindspore.writer import SummaryWriter, check_sizes, install_signa
 
 from .activations import ActivationProbe
 from ._util import cb_get, detect_rank, find_cell, find_optimizer, host_learning_rates, logger, loss_value
+from .run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from .layers import DEFAULT_MAX_LAYERS, LayerSelection, Snapshot, UpdateRatio, WeightNorms, cached
 from .train_cell import MonitoredTrainCell
 
@@ -297,6 +298,12 @@ class TrainMonitor(Callback):
         self._last_eval = None
         self._prev_step = None
         self._prev_time = None
+        self._begin_time = None          # end of on_train_begin: the first step is timed from here
+        self._debug_one_off = None       # seconds of monitoring work at the first debug point (compiles once)
+        self._debug_timed = False
+        self._info = None                # (run info, step): written again into a new file if one is needed
+        self._hparams = self.hparams
+        self._hparams_source = None
         self._time_interval = _Interval()
         self._time_total = 0.0
         self._time_steps = 0
@@ -339,6 +346,8 @@ class TrainMonitor(Callback):
         for data nor step time: the epoch's first step is timed from here (its batch is fetched after this hook)."""
         if self._active and self._prev_time is not None:
             self._prev_time = time.perf_counter()
+        elif self._active:
+            self._begin_time = time.perf_counter()
 
     def on_train_step_begin(self, run_context):
         if not self._active or not self.debug:
@@ -375,11 +384,14 @@ class TrainMonitor(Callback):
             self.close()
 
     def close(self):
-        """Writes everything still queued and closes the event file (also done at train end)."""
+        """Writes everything still queued and closes the event file (also done at train end). Never raises."""
         self._active = False
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:
+                self._error("close")
 
     # -- implementation: begin -------------------------------------------------------------------------------------
     def _error(self, where):
@@ -396,6 +408,11 @@ class TrainMonitor(Callback):
         if rank != 0 and not self.all_ranks:
             return
         logdir = self.logdir if rank == 0 else os.path.join(self.logdir, "rank%d" % rank)
+        # Hyperparameters recorded by make_run_dir in the run folder, overridden by hparams= given here.
+        from_folder = read_run_hparams(self.logdir)
+        self._hparams = dict(from_folder or {}, **(self.hparams or {})) or None
+        self._hparams_source = [name for name, given in ((RUN_HPARAMS_FILE, from_folder), ("hparams=", self.hparams))
+                                if given] or None
         if self.writer is None:
             self.writer = SummaryWriter(logdir, flush_secs=self.flush_secs, max_queue=self.max_queue,
                                         max_file_bytes=self.max_file_bytes, max_run_bytes=self.max_run_bytes)
@@ -440,15 +457,34 @@ class TrainMonitor(Callback):
                       "activation_cells": [name for name, _ in self._probe.cells] if self._probe else []},
             "layers": dict(self.layers.describe(), selected=len(self._layer_names),
                            matched=self.layers.truncated_from or len(self._layer_names)),
-            "hparams": self.hparams,
+            "hparams": self._hparams,
+            "hparams_source": self._hparams_source,
             "logdir": os.path.abspath(logdir),
             "start_time": time.time(),
+            "compile_ms_tag": metadata.COMPILE_MS,
         }
-        self.writer.run_info(info, step=step)
-        if self.hparams:
-            self.writer.hparams(self.hparams, step=step, start_time=info["start_time"])
+        self._info = (info, step)
+        self._write_run_level()
         if rank == 0:
             self._append_registry(info)
+        self._begin_time = time.perf_counter()
+
+    def _write_run_level(self):
+        info, step = self._info
+        self.writer.run_info(info, step=step)
+        if self._hparams:
+            self.writer.hparams(self._hparams, step=step, start_time=info["start_time"])
+
+    def _check_writer(self):
+        """A writer closed under a run that goes on (a signal caught by the program): open a new file."""
+        w = self.writer
+        if w is None or not w.closed or self._info is None:
+            return
+        logger.warning("tb-mindspore: the event file was closed while training went on; recording continues in "
+                       "a new file in %s", w.logdir)
+        self.writer = SummaryWriter(w.logdir, flush_secs=self.flush_secs, max_queue=self.max_queue,
+                                    max_file_bytes=self.max_file_bytes, max_run_bytes=self.max_run_bytes)
+        self._write_run_level()
 
     def _find_network(self, cb):
         network = cb_get(cb, "train_network")
@@ -514,7 +550,7 @@ class TrainMonitor(Callback):
             line = "| %s | %s | %s | %s | %s | %s |\n" % (
                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["start_time"])),
                 os.path.basename(os.path.abspath(self.logdir)),
-                json.dumps(self.hparams or {}, sort_keys=True, default=str).replace("|", "\\|"),
+                json.dumps(self._hparams or {}, sort_keys=True, default=str).replace("|", "\\|"),
                 "collect_freq=%d debug=%s" % (self.collect_freq, ",".join(self.debug) or "-"),
                 "%s %s" % (info["mode"], "sink" if info["dataset_sink_mode"] else "no-sink"),
                 "MindSpore %s, %d rank(s)" % (info["mindspore_version"], info["rank_size"]),
@@ -567,15 +603,24 @@ class TrainMonitor(Callback):
         self._maybe_snapshot(int(cb.cur_step_num))
 
     def _maybe_snapshot(self, step):
-        """Before the step(s) ending at ``step`` run: keep the weights if a debug point falls in them."""
+        """Before the step(s) ending at ``step`` run: keep the weights if a debug point falls in them.
+
+        The time this takes (the first time: compiling the copy) is monitoring, not step time."""
         if self._snapshot is not None and not self._snapshot_pending and _due(self._prev_step, step,
                                                                               self.debug_freq):
+            start = time.perf_counter()
             self._snapshot()
             self._snapshot_pending = True
+            spent = time.perf_counter() - start
+            if self._prev_time is not None:
+                self._prev_time += spent
+            if self._debug_one_off is None:
+                self._debug_one_off = spent
 
     def _step_end(self, cb):
         now = time.perf_counter()
         step = int(cb.cur_step_num)
+        self._check_writer()
         if not self._fixed_network and (self._cell is None or cb_get(cb, "dataset_sink_mode", False)):
             # Sink mode swaps in a wrapper network per epoch; find the cell inside it again (cached by id).
             self._find_network(cb)
@@ -585,16 +630,20 @@ class TrainMonitor(Callback):
             self._time_interval.add(elapsed * 1000.0 / steps, steps)
             self._time_total += elapsed
             self._time_steps += steps
-        # The first call of a run includes graph compilation: it only starts the clock.
+        # The first call of a run includes graph compilation: it only starts the clock, and its time is written
+        # as core/compile_ms.
+        first_ms = (now - self._begin_time) * 1000.0 if self._prev_time is None and self._begin_time else None
         self._prev_time = now
         self._prev_step = step
+        if first_ms is not None and self.writer is not None:
+            self.writer.scalar(metadata.COMPILE_MS, first_ms, step)
         if self._cell is None:
             self._last_loss = loss_value(cb_get(cb, "net_outputs"))
             self._loss_interval.add(self._last_loss)
         if _due(self._last_recorded, step, self.collect_freq):
             self._record(cb, step)
         if self.debug and _due(self._last_debug, step, self.debug_freq):
-            self._record_debug(cb, step)
+            self._timed_debug(cb, step)
         if self.diagnostic_freq is not None and _due(self._last_diag, step, self.diagnostic_freq):
             self._record_diagnostic(step)
         if self.eval_dataset is not None and self.eval_freq is not None and _due(self._last_eval, step,
@@ -615,7 +664,7 @@ class TrainMonitor(Callback):
         if step > self._last_recorded:
             self._record(cb, step)
         if self.debug and step > self._last_debug:
-            self._record_debug(cb, step)
+            self._timed_debug(cb, step)
         if step > self._last_diag:
             self._record_diagnostic(step)
         if self.eval_dataset is not None and step > self._last_eval:
@@ -711,6 +760,16 @@ class TrainMonitor(Callback):
                 continue
             tag = metadata.EVAL_LOSS if name == "loss" else metadata.EVAL_METRIC_PREFIX + str(name)
             w.scalar(tag, number, step)
+
+    def _timed_debug(self, cb, step):
+        """The debug point; the first one's time (monitoring graphs compiled once) goes to core/compile_ms."""
+        first = not self._debug_timed
+        start = time.perf_counter()
+        self._record_debug(cb, step)
+        if first and self.writer is not None:
+            self._debug_timed = True
+            spent = (self._debug_one_off or 0.0) + time.perf_counter() - start
+            self.writer.scalar(metadata.COMPILE_MS, spent * 1000.0, step)
 
     def _record_debug(self, cb, step, inputs=None):
         self._last_debug = step

@@ -1,10 +1,16 @@
 """Run folders named ``<YYYYmmdd-HHMMSS>_<experiment>_<key hparams>``."""
 
+import json
+import logging
 import os
 import re
 import time
 
-__all__ = ["make_run_dir", "run_dir_name"]
+__all__ = ["make_run_dir", "run_dir_name", "read_run_hparams", "RUN_HPARAMS_FILE"]
+
+# make_run_dir's hyperparameters, kept in the run folder for TrainMonitor / LoopMonitor (run info, HParams tab).
+RUN_HPARAMS_FILE = "tb_mindspore_hparams.json"
+logger = logging.getLogger("tb_mindspore_callbacks")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.\-]+")
 
@@ -41,14 +47,48 @@ def make_run_dir(root="./summary_log", experiment="exp", hparams=None):
     """Creates and returns ``<root>/<YYYYmmdd-HHMMSS>_<experiment>_<k1v1_k2v2>``.
 
     If that folder already exists (two runs started in the same second), ``-2``, ``-3``, ... is appended.
+    ``hparams`` are also written to ``tb_mindspore_hparams.json`` in the folder: ``TrainMonitor`` and
+    ``LoopMonitor`` writing into it record them (run info, TensorBoard's HParams tab) without ``hparams=``.
     """
+    if hparams is not None and not hasattr(hparams, "items"):
+        raise ValueError("hparams must be a dict or None, got %r" % (hparams,))
     base = os.path.join(str(root), run_dir_name(experiment, hparams))
     path = base
     n = 1
     while True:
         try:
             os.makedirs(path)
-            return path
+            break
         except FileExistsError:
             n += 1
             path = "%s-%d" % (base, n)
+    if hparams:
+        body = {"experiment": str(experiment), "hparams": {str(k): _json_value(v) for k, v in hparams.items()}}
+        with open(os.path.join(path, RUN_HPARAMS_FILE), "w", encoding="utf-8") as f:
+            json.dump(body, f, indent=1)
+    return path
+
+
+def _json_value(value):
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if hasattr(value, "item") and getattr(value, "size", 2) == 1:     # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def read_run_hparams(run_dir):
+    """The hyperparameters ``make_run_dir`` recorded in ``run_dir`` (a dict), or None; never raises."""
+    path = os.path.join(str(run_dir), RUN_HPARAMS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            body = json.load(f)
+        hparams = body.get("hparams") if isinstance(body, dict) else None
+        if not isinstance(hparams, dict):
+            raise ValueError("no 'hparams' object")
+        return hparams or None
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        logger.warning("tb-mindspore: ignoring %s: %s", path, e)
+        return None

@@ -44,6 +44,9 @@ LOSS_SCALE = "core/loss_scale"
 OVERFLOW_STEPS = "core/overflow_steps"        # steps skipped by a loss-scale cell in the interval
 STEP_TIME_MS = "core/step_time_ms"
 THROUGHPUT = "core/throughput"                # samples per second
+# One-off time not counted in step time: the first step (graph compilation) and the first debug point (monitoring
+# graphs compiled once), written at the step where it was spent.
+COMPILE_MS = "core/compile_ms"
 
 EVAL_LOSS = "diagnostic/eval_loss"
 EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>

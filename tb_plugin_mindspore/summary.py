@@ -1,7 +1,7 @@
 """Writer side of the data contract: builds ``Summary.Value`` protos for each kind of data we record.
 
 Numbers come in as Python floats / numpy arrays (already on the host); nothing here touches MindSpore. Formats are
-described in ``metadata.py``; histograms use TensorBoard's own histogram format so the Histograms tab shows them.
+described in ``metadata.py``; histograms use TensorBoard's own histogram formats so its Histograms tab shows them.
 """
 
 import json
@@ -73,21 +73,23 @@ def run_info(info):
 
 
 def histogram(tag, values, bins=30):
-    """Distribution of ``values`` in TensorBoard's histogram format (k x 3 tensor of left, right, count)."""
+    """Distribution of ``values`` as a classic ``HistogramProto`` (``histo``), the stock histogram format.
+
+    TensorBoard's Histograms / Distributions tabs (both loaders turn it into their k x 3 ``[left, right, count]``
+    tensor), ``EventAccumulator.Histograms()`` and ``tbparse`` read it. ``bins`` equal-width buckets between the
+    finite minimum and maximum; NaN and Inf are left out (the format has no place for them).
+    """
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        edges = np.array([0.0, 0.0])
-        counts = np.array([0.0])
-    else:
+    histo = summary_pb2.HistogramProto()
+    if finite.size:
         lo, hi = float(finite.min()), float(finite.max())
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
-    buckets = np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
-    md = histogram_metadata.create_summary_metadata(display_name=tag, description="")
-    md.data_class = summary_pb2.DATA_CLASS_TENSOR
-    return summary_pb2.Summary.Value(tag=tag, metadata=md, tensor=_tensor_proto(buckets))
+        counts, edges = np.histogram(finite, bins=bins, range=(lo, hi) if lo < hi else (lo - 0.5, hi + 0.5))
+        histo.min, histo.max, histo.num = lo, hi, float(finite.size)
+        histo.sum, histo.sum_squares = float(finite.sum()), float(np.dot(finite, finite))
+        histo.bucket_limit.extend(edges[1:].tolist())
+        histo.bucket.extend(counts.astype(np.float64).tolist())
+    return summary_pb2.Summary.Value(tag=tag, histo=histo)
 
 
 # ---------------------------------------------------------------------------------------------------------------

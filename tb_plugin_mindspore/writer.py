@@ -129,6 +129,11 @@ class SummaryWriter:
         with _open_writers_lock:
             _open_writers.add(self)
 
+    @property
+    def closed(self):
+        """True once close() was called (by the program, at exit or by a signal that ends the process)."""
+        return self._closed
+
     # -- called from the training thread: cheap, never blocks ---------------------------------------------------
     def scalar(self, tag, value, step, wall_time=None):
         self._submit(step, wall_time, summary.scalar, (tag, float(value)))

@@ -50,9 +50,18 @@ def test_every_kind_round_trips_through_tensorboard(tmp_path):
     assert metadata.parse_content(md.plugin_data.content)["kind"] == metadata.KIND_INTERVAL
     layers_md = metadata.parse_content(ea.SummaryMetadata(metadata.WEIGHT_NORM_LAYERS).plugin_data.content)
     assert layers_md["layers"] == ["a.weight", "b.weight"]
-    hist = tensor_util.make_ndarray(ea.Tensors("debug/activation/a")[0].tensor_proto)
-    assert hist.shape[1] == 3 and hist[:, 2].sum() == 100      # TensorBoard's [left, right, count] buckets
-    assert ea.SummaryMetadata("debug/activation/a").plugin_data.plugin_name == "histograms"
+    (hist,) = ea.Histograms("debug/activation/a")               # the stock histogram format
+    assert hist.step == 3 and hist.histogram_value.num == 100 and sum(hist.histogram_value.bucket) == 100
+    assert (hist.histogram_value.min, hist.histogram_value.max) == (0.0, 99.0)
+    # What TensorBoard's tabs (and this plugin) read: the [left, right, count] buckets of the histograms plugin.
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert acc.SummaryMetadata("debug/activation/a").plugin_data.plugin_name == "histograms"
+    buckets = tensor_util.make_ndarray(acc.Tensors("debug/activation/a")[0].tensor_proto)
+    assert buckets.shape[1] == 3 and buckets[:, 2].sum() == 100
+    assert buckets[0, 0] == 0.0 and buckets[-1, 1] == 99.0
     info = tensor_util.make_ndarray(ea.Tensors(metadata.RUN_INFO)[0].tensor_proto)
     raw = info.item() if info.shape == () else info.reshape(-1)[0]
     assert json.loads(raw)["content_version"] == metadata.CONTENT_VERSION

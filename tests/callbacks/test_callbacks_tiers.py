@@ -32,6 +32,15 @@ def value_at(series, step):
     raise AssertionError("no value at step %d" % step)
 
 
+def histograms(logdir):
+    """tag -> [(step, HistogramValue)] as ``EventAccumulator.Histograms()`` reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(logdir), size_guidance={"histograms": 0})
+    ea.Reload()
+    return {t: [(e.step, e.histogram_value) for e in ea.Histograms(t)] for t in ea.Tags()["histograms"]}
+
+
 def layer_names(logdir, tag):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -81,18 +90,19 @@ def test_all_tiers_written_at_their_steps(tmp_path, mode):
     assert value_at(scalars[metadata.WEIGHT_NORM_GLOBAL], 12) == pytest.approx(
         math.sqrt(sum(float((w.astype(np.float64) ** 2).sum()) for w in everything)), rel=1e-5)
     # Debug: every 4 steps.
-    for tag in (metadata.UPDATE_RATIO_LAYERS, metadata.GRAD_NORM_LAYERS, metadata.ACTIVATION_PREFIX + "0",
-                metadata.ACTIVATION_PREFIX + "2"):
+    hists = histograms(tmp_path / "run")
+    for tag in (metadata.UPDATE_RATIO_LAYERS, metadata.GRAD_NORM_LAYERS):
         assert steps_of(tensors[tag]) == [4, 8, 12], tag
+    for tag in (metadata.ACTIVATION_PREFIX + "0", metadata.ACTIVATION_PREFIX + "2"):
+        assert steps_of(hists[tag]) == [4, 8, 12], tag
     assert steps_of(scalars[metadata.DATA_WAIT_MS]) == [4, 8, 12]
     assert all(v >= 0 for _, v in scalars[metadata.DATA_WAIT_MS])
     # The update ratio is the real change of Adam's step 8, by hand.
     expected = [np.linalg.norm(a - b) / np.linalg.norm(b) for a, b in zip(around.after, around.before)]
     assert value_at(tensors[metadata.UPDATE_RATIO_LAYERS], 8).tolist() == pytest.approx(expected, rel=1e-4)
     # Activation histograms: 4 samples x hidden 8 values for the first Dense, x 2 for the head.
-    hist0 = value_at(tensors[metadata.ACTIVATION_PREFIX + "0"], 4)
-    assert hist0[:, 2].sum() == 4 * 8
-    assert value_at(tensors[metadata.ACTIVATION_PREFIX + "2"], 4)[:, 2].sum() == 4 * 2
+    assert sum(value_at(hists[metadata.ACTIVATION_PREFIX + "0"], 4).bucket) == 4 * 8
+    assert sum(value_at(hists[metadata.ACTIVATION_PREFIX + "2"], 4).bucket) == 4 * 2
     _, info = run_info(tensors)
     assert info["debug"]["items"] == ["update_ratio", "layer_grad_norm", "activations", "data_wait"]
     assert info["debug"]["activation_cells"] == ["0", "2"]
@@ -277,8 +287,9 @@ def test_loop_monitor_matches_model_train_quantities(tmp_path, mode):
     iv = dict(zip(metadata.INTERVAL_FIELDS, value_at(tensors[metadata.interval_tag(metadata.LOSS)], 8)))
     assert iv["nonfinite"] == 1 and iv["count"] == 4
     assert iv["max"] == pytest.approx(max(losses[4], losses[6], losses[7]), rel=1e-5)
-    for tag in (metadata.UPDATE_RATIO_LAYERS, metadata.GRAD_NORM_LAYERS, metadata.ACTIVATION_PREFIX + "0"):
+    for tag in (metadata.UPDATE_RATIO_LAYERS, metadata.GRAD_NORM_LAYERS):
         assert steps_of(tensors[tag]) == [6, 12], tag
+    assert steps_of(histograms(tmp_path)[metadata.ACTIVATION_PREFIX + "0"]) == [6, 12]
     assert steps_of(scalars[metadata.DATA_WAIT_MS]) == [6, 12]
     assert steps_of(tensors[metadata.WEIGHT_NORM_LAYERS]) == [6, 12]
     ratio = value_at(tensors[metadata.UPDATE_RATIO_LAYERS], 6)
@@ -387,3 +398,93 @@ def test_work_between_epochs_is_neither_data_wait_nor_step_time(tmp_path):
     # (the first may have been prefetched while step 1 compiled).
     waits, _ = run("slow", 0.1, slow_epoch_end=False)
     assert np.median(waits) > 400, waits
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def _train(run_dir, steps=6, **kwargs):
+    set_mode("graph")
+    net = dense_net()
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
+    monitor = TrainMonitor(str(run_dir), registry=None, **kwargs)
+    Model(MonitoredTrainCell.wrap(net, nn.SoftmaxCrossEntropyWithLogits(**CE), opt)).train(
+        1, classification_data(steps), callbacks=[monitor])
+    assert monitor.errors == 0
+    return read_run(run_dir)
+
+
+def _hparams_tab(run_dir):
+    """The hyperparameters TensorBoard's HParams tab shows for the run (its session start info)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    ea = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    ea.Reload()
+    content = ea.SummaryMetadata("_hparams_/session_start_info").plugin_data.content
+    info = hp_metadata.parse_session_start_info_plugin_data(content)
+    return {k: v.number_value if v.HasField("number_value") else v.string_value for k, v in info.hparams.items()}
+
+
+def test_make_run_dir_hparams_reach_run_info_and_hparams_tab(tmp_path):
+    from tb_mindspore_callbacks import make_run_dir
+
+    run_dir = make_run_dir(str(tmp_path), "hp", {"lr": 0.05, "opt": "sgd", "bs": 8})
+    _, tensors = _train(run_dir, collect_freq=3)
+    info = run_info(tensors)[1]
+    assert info["hparams"] == {"lr": 0.05, "opt": "sgd", "bs": 8}
+    assert info["hparams_source"] == ["tb_mindspore_hparams.json"]
+    assert _hparams_tab(run_dir) == {"lr": 0.05, "opt": "sgd", "bs": 8}
+    # hparams= given to the monitor add to and override the folder's.
+    run_dir = make_run_dir(str(tmp_path), "hp2", {"lr": 0.05, "bs": 8})
+    _, tensors = _train(run_dir, collect_freq=3, hparams={"lr": 0.1, "wd": 0.01})
+    assert run_info(tensors)[1]["hparams"] == {"lr": 0.1, "bs": 8, "wd": 0.01}
+    assert _hparams_tab(run_dir) == {"lr": 0.1, "bs": 8, "wd": 0.01}
+    # LoopMonitor picks them up too.
+    run_dir = make_run_dir(str(tmp_path), "loop", {"lr": 0.2})
+    with LoopMonitor(run_dir, collect_freq=2) as mon:
+        for i in range(4):
+            mon.step(Tensor(np.float32(1.0 / (i + 1))))
+    assert run_info(read_run(run_dir)[1])[1]["hparams"] == {"lr": 0.2}
+    # A damaged file is ignored with a warning, never an error.
+    with open(os.path.join(run_dir, "tb_mindspore_hparams.json"), "w") as f:
+        f.write("{not json")
+    from tb_mindspore_callbacks.run_dir import read_run_hparams
+
+    assert read_run_hparams(run_dir) is None
+    with pytest.raises(ValueError, match="hparams must be a dict"):
+        make_run_dir(str(tmp_path), "bad", [("lr", 1)])
+
+
+def test_activation_histograms_readable_by_tensorboard_tools(tmp_path):
+    """Stock histograms: EventAccumulator.Histograms(), tbparse, and the histograms plugin's tensors (both tabs)."""
+    from tbparse import SummaryReader
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+    from tensorboard.util import tensor_util
+
+    run_dir = tmp_path / "run"
+    _train(run_dir, collect_freq=2, debug=["activations"], debug_freq=2, activation_samples=4)
+    tag = metadata.ACTIVATION_PREFIX + "0"
+    hists = histograms(run_dir)
+    assert steps_of(hists[tag]) == [2, 4, 6]
+    assert all(h.num == 4 * 8 and sum(h.bucket) == 4 * 8 for _, h in hists[tag])
+    df = SummaryReader(str(run_dir)).histograms
+    rows = df[df["tag"] == tag]
+    assert sorted(rows["step"].tolist()) == [2, 4, 6]
+    assert all(sum(counts) == 4 * 8 for counts in rows["counts"])
+    acc = plugin_event_accumulator.EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert acc.SummaryMetadata(tag).plugin_data.plugin_name == "histograms"
+    buckets = tensor_util.make_ndarray(acc.Tensors(tag)[0].tensor_proto)
+    assert buckets.shape[1] == 3 and buckets[:, 2].sum() == 4 * 8
+
+
+def test_compile_time_reported_apart_from_step_time(tmp_path):
+    """The first step (graph compile) and the first debug point (monitoring graphs compiled once) go to
+    core/compile_ms; the step time of the first debug step leaves the one-off out."""
+    scalars, tensors = _train(tmp_path / "run", steps=10, collect_freq=1, debug="all", debug_freq=5)
+    compile_ms = dict(scalars[metadata.COMPILE_MS])
+    assert sorted(compile_ms) == [1, 5] and all(v > 0 for v in compile_ms.values())
+    step_time = dict(scalars[metadata.STEP_TIME_MS])
+    assert 1 not in step_time and sorted(step_time) == list(range(2, 11))
+    # The one-off (snapshot, ratio and probe graphs compiled) dwarfs a step of this tiny net and is not in it.
+    assert step_time[5] < compile_ms[5]
+    assert run_info(tensors)[1]["compile_ms_tag"] == metadata.COMPILE_MS
