@@ -19,7 +19,8 @@ logger = logging.getLogger(__name__)
 # * ``scalars``: 10,000 per tag (TensorBoard's default is 1,000). Longer series are sampled, but on our core tags
 #   the band drawn from the interval rows still shows what the sampled line misses.
 # Beyond those lengths rows are sampled too (``tb-mindspore check`` still reads every point from the files);
-# ``--samples_per_plugin mindspore=0,scalars=0`` keeps everything. A user's own value for a plugin always wins.
+# ``--samples_per_plugin mindspore=0,scalars=100000000`` keeps everything (TensorBoard's own Scalars tab takes the
+# scalars value as how many points to send, so not 0). A user's own value for a plugin always wins.
 SAMPLE_LIMITS = {metadata.PLUGIN_NAME: 20_000, "scalars": 10_000}
 
 
