@@ -138,12 +138,21 @@ class EvalData:
                         "an EvalData, got %s" % type(data).__name__)
 
 
+def _np_dtype(ms_dtype):
+    """The numpy dtype of a MindSpore dtype, or None where numpy has none (bfloat16, float8).
+
+    Not ``mindspore.dtype_to_nptype``: deprecated since MindSpore 2.7, it logs a warning on every call.
+    """
+    try:
+        return np.dtype(str(ms_dtype).lower())      # Float32 -> float32, Bool -> bool
+    except TypeError:
+        return None
+
+
 def _float_params(network):
-    out = []
-    for p in network.trainable_params():
-        if np.dtype(ms.dtype_to_nptype(p.dtype)).kind == "f":
-            out.append(p)
-    return out
+    from mindspore.common import dtype as mstype
+
+    return [p for p in network.trainable_params() if p.dtype in mstype.float_type]
 
 
 def _cells(network):
@@ -169,7 +178,7 @@ class LossEvaluator:
         if not self.params:
             raise ValueError("the network has no trainable floating-point parameters")
         self.names = [p.name for p in self.params]
-        self.dtypes = [ms.dtype_to_nptype(p.dtype) for p in self.params]
+        self.dtypes = [_np_dtype(p.dtype) for p in self.params]
         self._inputs = [(len(b[0]), tuple(Tensor(c) for c in b)) for b in data.batches]
         self.evaluations = 0
 
@@ -189,9 +198,12 @@ class LossEvaluator:
         from stale weights (seen with MindSpore 2.10).
         """
         for k in (range(len(self.params)) if only is None else only):
-            a = arrays[k]
-            if a.dtype != self.dtypes[k]:
-                a = a.astype(self.dtypes[k])
+            a, dtype = arrays[k], self.dtypes[k]
+            if dtype is None:
+                ops.assign(self.params[k], Tensor(a, dtype=self.params[k].dtype))
+                continue
+            if a.dtype != dtype:
+                a = a.astype(dtype)
             ops.assign(self.params[k], Tensor(a))
 
     def loss(self):

@@ -488,3 +488,49 @@ def test_compile_time_reported_apart_from_step_time(tmp_path):
     # The one-off (snapshot, ratio and probe graphs compiled) dwarfs a step of this tiny net and is not in it.
     assert step_time[5] < compile_ms[5]
     assert run_info(tensors)[1]["compile_ms_tag"] == metadata.COMPILE_MS
+
+
+_DEPRECATION_CHILD = """
+import sys
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+from mindspore.train import Model
+from cb_helpers import classification_data, dense_net
+from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor, compute_landscape, make_run_dir
+
+run = make_run_dir(sys.argv[1], "dep", {"lr": 0.05})
+for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
+    ms.set_context(mode=mode)
+    net = dense_net()
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    Model(MonitoredTrainCell.wrap(net, loss_fn, opt)).train(1, classification_data(6), callbacks=[
+        TrainMonitor(run, collect_freq=2, debug="all", debug_freq=3, max_file_bytes=4096)])
+with LoopMonitor(run, opt, collect_freq=2) as mon:
+    mon.step(ms.Tensor(np.float32(1.0)))
+ms.set_context(mode=ms.GRAPH_MODE)
+rs = np.random.RandomState(0)
+x = rs.randn(16, 4).astype(np.float32)
+compute_landscape(nn.WithLossCell(net, loss_fn), (x, (x[:, 0] > 0).astype(np.int32)), "random", logdir=run,
+                  grid=3, progress=False)
+print("END")
+"""
+
+
+def test_no_deprecation_warnings_from_our_code(tmp_path):
+    """Training (both modes, every tier, rotation), a loop and a landscape: MindSpore logs no deprecated interface
+    we call (``dtype_to_nptype`` printed ~120 warnings per landscape), and Python warns about none of our lines."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-W", "always::DeprecationWarning", "-W", "always::FutureWarning",
+                           "-c", _DEPRECATION_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=here))
+    assert proc.returncode == 0 and "END" in proc.stdout, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    ours = [line for line in lines if ("Warning:" in line or "deprecated" in line.lower())
+            and ("tb_mindspore_callbacks" in line or "tb_plugin_mindspore" in line or "/callbacks/" in line)]
+    ms_interfaces = [line for line in lines if "The interface" in line and "deprecated" in line]
+    assert not ours and not ms_interfaces, "\n".join(ours + ms_interfaces)
