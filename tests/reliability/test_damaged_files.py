@@ -76,8 +76,9 @@ def test_event_file_with_a_flipped_byte(real_event_file, tmp_path):
 
 
 @pytest.mark.slow
-def test_event_file_with_every_bit_flipped(real_event_file, tmp_path):
-    _check_event_flips(real_event_file, tmp_path / "events.out.tfevents.1.x", 1, (1, 2, 4, 8, 16, 32, 64, 128))
+def test_event_file_with_each_bit_of_every_8th_byte_flipped(real_event_file, tmp_path):
+    """All 8 bits of every 8th byte (every bit of every byte: 40,448 trials, 2 minutes, same result)."""
+    _check_event_flips(real_event_file, tmp_path / "events.out.tfevents.1.x", 8, (1, 2, 4, 8, 16, 32, 64, 128))
 
 
 def _ms_files(ms_fixtures):
