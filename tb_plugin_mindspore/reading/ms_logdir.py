@@ -307,13 +307,38 @@ def _make_template(sb):
 
 
 class _Run:
-    __slots__ = ("name", "files", "lineage", "generation")
+    __slots__ = ("name", "files", "lineages", "lineage_restarts", "generation", "_memo")
 
     def __init__(self, name):
         self.name = name
         self.files = {}          # path -> (MsFile, _FileData or None for lineage files)
-        self.lineage = {}
+        self.lineages = {}       # path of a lineage file -> what it says (see ms_lineage.lineage_update)
+        self.lineage_restarts = {}  # path of a lineage file -> its MsFile.restarts when last read
         self.generation = 0
+        self._memo = {}          # (what, generation, file count) -> names / cutoffs
+
+    def _memoized(self, what, compute):
+        key = (what, self.generation, len(self.files))
+        if key not in self._memo:
+            if len(self._memo) > 16:
+                self._memo.clear()
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    @property
+    def lineage(self):
+        """The lineage files merged in creation order: a later file's values override an earlier one's."""
+        merged = {}
+        for mf, data in self.ordered():
+            one = self.lineages.get(mf.path) if data is None else None
+            if not one:
+                continue
+            for key, value in one.items():
+                if isinstance(value, dict) and key != "dataset_graph":
+                    merged.setdefault(key, {}).update(value)
+                else:
+                    merged[key] = value
+        return merged
 
     def ordered(self):
         """``[(MsFile, _FileData or None)]`` in creation order (see the module doc)."""
@@ -331,6 +356,9 @@ class _Run:
 
     def names(self):
         """``{(raw tag, kind): public name}`` over the run's files (see ``tag_names``)."""
+        return self._memoized("names", self._names)
+
+    def _names(self):
         seen = {}
         for _, data in self.summaries():
             for (tag, kind), _ in sorted(data.first.items(), key=lambda item: item[1]):
@@ -341,6 +369,9 @@ class _Run:
 
     def cutoffs(self, kind):
         """Per summary file in order: ``{raw tag: (first step of a later file, that file's MsFile)}``."""
+        return self._memoized(("cutoffs", kind), lambda: self._cutoffs(kind))
+
+    def _cutoffs(self, kind):
         later = {}
         out = []
         for mf, data in reversed(self.summaries()):
@@ -425,6 +456,11 @@ class MsLogdir:
                 before = mf.problem_count
                 if data is None:
                     events, nread = mf.read_events(budget)
+                    restarts = getattr(mf, "restarts", 0)
+                    if run.lineage_restarts.get(path, 0) != restarts:   # replaced in place: read anew
+                        with self._lock:
+                            run.lineage_restarts[path] = restarts
+                            run.lineages.pop(path, None)
                     self._merge_lineage(run, mf, events)
                     count = len(events)
                 else:
@@ -490,6 +526,7 @@ class MsLogdir:
                 if run is None:
                     continue
                 run.files.pop(path, None)
+                run.lineages.pop(path, None)
                 run.generation += 1
                 if not run.files:
                     del self._runs[name]
@@ -651,7 +688,7 @@ class MsLogdir:
         with self._lock:
             for offset, event in events:
                 try:
-                    ms_lineage.lineage_update(run.lineage, event)
+                    ms_lineage.lineage_update(run.lineages.setdefault(mf.path, {}), event)
                 except Exception as e:  # damaged lineage data: skip the record, keep the rest
                     mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
             run.generation += 1

@@ -239,3 +239,22 @@ def test_mindinsight_named_files_are_read_converted_and_checked(tmp_path, ms_lay
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [r["run"] for r in runs] == ["job"]
     assert not any(f["rule"] == "no_loss" and f["level"] == "warn" for f in runs[0]["findings"])
+
+
+def test_a_later_lineage_file_overrides_an_earlier_one(tmp_path, ms_layouts, ms_fixtures):
+    """Two runs' lineage files in one folder (a re-run): the later file's values win, whatever the read order."""
+    def lineage_file(root, run):
+        (name,) = [n for n in os.listdir(os.path.join(root, run)) if n.endswith("_lineage")]
+        return os.path.join(root, run, name)
+
+    collector = lineage_file(ms_fixtures.root, "collector")      # 2 epochs
+    pipeline = lineage_file(ms_layouts.root, "pipeline")         # 1 epoch, an image pipeline
+    for older, newer, epochs in ((collector, pipeline, 1), (pipeline, collector, 2)):
+        run = tmp_path / ("case%d" % epochs) / "run"
+        run.mkdir(parents=True)
+        shutil.copy(older, run / "events.out.events.summary.1600000100.0.h_lineage")
+        shutil.copy(newer, run / "events.out.events.summary.1600000200.0.h_lineage")
+        lineage = loaded(str(run.parent)).lineage("run")
+        assert lineage["hparams"]["epoch"] == epochs
+        # The dataset graph is the later file's whole (the image pipeline's only when it is the later one).
+        assert ("ImageFolderDataset" in json.dumps(lineage["dataset_graph"])) == (epochs == 1)
