@@ -1,6 +1,8 @@
 """Training health diagnosis: rules over one run's series, a findings report, and where the series come from.
 
-* ``rules.py``: one small function per rule, each with its id, level, source and thresholds.
+* ``rules/``: one small function per rule, each with its id, level, source and thresholds, a module per concern.
+* ``detectors.py``: the signal maths the rules share (robust std, rolling medians, EMA z-scores, episodes,
+  envelopes), pure numpy.
 * ``engine.py``: runs the rules, builds the report ``{"runs": [{"run", "status", "findings": [...]}]}``.
 * ``series.py``: :class:`RunSeries`, what the rules read (tags of any origin resolved to quantities).
 * ``sources.py``: RunSeries from TensorBoard's data provider (the plugin) or from a logdir on disk (the CLI).

@@ -1,0 +1,147 @@
+"""What the rules share: a series' points as a rule judges them, interval envelopes, and message formatting."""
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .. import detectors
+
+
+# -- the points a rule judges ------------------------------------------------------------------------------------
+@dataclass
+class Points:
+    """Values of one series a rule judges: ``x[i]`` is the value at step ``series.steps[idx[i]]``."""
+
+    series: object
+    idx: np.ndarray
+    x: np.ndarray
+    from_interval: Optional[np.ndarray] = None    # per point: the value is the interval max, above the recorded one
+
+    @property
+    def size(self):
+        return int(self.x.size)
+
+    @property
+    def tag(self):
+        return self.series.tag
+
+    def step(self, i):
+        return int(self.series.steps[self.idx[i]])
+
+    def span(self, i, j):
+        return self.step(i), self.step(j)
+
+    def warmup(self, wanted):
+        return detectors.warmup_points(self.size, wanted)
+
+
+def finite(series, min_points=0):
+    """The finite points of ``series``; ``None`` when there is no series or fewer than ``min_points``."""
+    if series is None:
+        return None
+    idx, x = detectors.finite_points(series.values)
+    return Points(series, idx, x) if x.size >= min_points else None
+
+
+def envelope(run, series, min_points=0):
+    """Per point the largest value seen since the previous one (the recorded value or the interval max), finite
+    points only; ``None`` when there is no series or fewer than ``min_points``."""
+    if series is None:
+        return None
+    iv = aligned_interval(run, series)
+    upper, from_interval = detectors.upper_envelope(series.values, None if iv is None else iv["max"])
+    idx = np.nonzero(np.isfinite(upper))[0]
+    return Points(series, idx, upper[idx], from_interval[idx]) if idx.size >= min_points else None
+
+
+def aligned_interval(run, series):
+    """Interval rows aligned to ``series`` points: dict of arrays (NaN / 0 where a point has no interval), or
+    ``None`` when the series has no interval statistics."""
+    iv = run.interval_of(series)
+    if iv is None or not len(iv):
+        return None
+    n = len(series)
+    out = {"min": np.full(n, np.nan), "max": np.full(n, np.nan), "count": np.zeros(n), "nonfinite": np.zeros(n)}
+    k, hit = detectors.match_steps(iv.steps, series.steps)
+    for name in out:
+        out[name][hit] = getattr(iv, name)[k[hit]]
+    return out
+
+
+def clean_loss(run):
+    """The loss series if it is entirely finite, else ``None`` (once NaN/Inf appear, ``nonfinite`` speaks and
+    trend statistics over exploding values mean nothing)."""
+    series = run.get("loss")
+    if series is None or not np.all(np.isfinite(series.values)):
+        return None
+    iv = aligned_interval(run, series)
+    if iv is not None and np.any(iv["nonfinite"] > 0):
+        return None
+    return series
+
+
+def loss_points(run, min_points):
+    """The finite points of a clean loss (see :func:`clean_loss`), at least ``min_points`` of them, or ``None``."""
+    return finite(clean_loss(run), min_points)
+
+
+def steps_of(series, i, j=None):
+    """``(step at i, step at j)`` of a series (``j`` defaults to ``i``)."""
+    j = i if j is None else j
+    return int(series.steps[i]), int(series.steps[j])
+
+
+def ignore_pattern(cfg):
+    """The compiled ``ignore`` threshold of a per-layer rule, or ``None`` when it is empty."""
+    return re.compile(cfg["ignore"]) if cfg["ignore"] else None
+
+
+def is_ignored(pattern, name):
+    return bool(pattern and pattern.search(name))
+
+
+# -- message formatting --------------------------------------------------------------------------------------------
+def fmt(x):
+    """A number for a message: 4 significant digits, scientific when very large or small, NaN / Inf spelled."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "NaN"
+    if isinstance(x, float) and math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    ax = abs(x)
+    if ax != 0 and (ax >= 1e4 or ax < 1e-3):
+        return "%.3g" % x
+    return "%.4g" % x
+
+
+def secs(seconds):
+    """A duration for a message: seconds, minutes, hours or days."""
+    if seconds < 120:
+        return "%d s" % round(seconds)
+    if seconds < 7200:
+        return "%d min" % round(seconds / 60)
+    if seconds < 2 * 86400:
+        return "%.1f h" % (seconds / 3600)
+    return "%.1f days" % (seconds / 86400)
+
+
+def nbytes(n):
+    """A size for a message, in binary units."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+
+
+def layer_list(names, limit=4):
+    """``"a, b, c, d and 3 more"``."""
+    shown = ", ".join(names[:limit])
+    return shown + (" and %d more" % (len(names) - limit) if len(names) > limit else "")
+
+
+def layer_values(pairs, limit=4):
+    """``"a (1e-05), b (2e-05) and 3 more"`` from ``[(name, value)]``."""
+    shown = ", ".join("%s (%s)" % (n, fmt(m)) for n, m in pairs[:limit])
+    return shown + (" and %d more" % (len(pairs) - limit) if len(pairs) > limit else "")

@@ -1,0 +1,63 @@
+"""Evaluation against training: ``overfitting``."""
+
+import numpy as np
+
+from .base import WARN, Finding, rule
+from .common import finite, fmt
+
+
+def _train_fell(run, best_step, last_step):
+    """``(t0, t1)``: train loss around the best evaluation and at the end of the evaluated range; ``None`` when
+    there is no train loss, ``False`` when it cannot be judged or did not fall (then it is not overfitting)."""
+    pts = finite(run.get("loss"))
+    if pts is None:
+        return None
+    if pts.size < 2:
+        return False
+    tx, tsteps = pts.x, pts.series.steps[pts.idx]
+    # The last points up to the best evaluation, else the first points after it.
+    at_best = tx[tsteps <= best_step]
+    if at_best.size == 0:
+        at_best = tx[:1]
+    later = tx[(tsteps > best_step) & (tsteps <= last_step)]
+    if later.size == 0:
+        return False
+    k = max(1, min(at_best.size, later.size, 3))
+    t0, t1 = float(np.median(at_best[-k:])), float(np.median(later[-k:]))
+    return (t0, t1) if t1 < t0 else False    # train loss rising too: divergence (other rules speak)
+
+
+@rule("overfitting", WARN,
+      "Prechelt, 'Early Stopping - But When?' (1998): generalization loss GL = 100 (E_va / E_opt - 1), stop when "
+      "GL > 5; a patience of several evaluations as in Keras EarlyStopping",
+      "Eval loss rising over several evaluations (not one point) while the train loss falls.",
+      gl_percent=5.0, patience=3, min_points=4)
+def overfitting(run, cfg):
+    pts = finite(run.get("eval_loss"), cfg["min_points"])
+    if pts is None:
+        return []
+    x = pts.x
+    best = int(np.argmin(x))
+    after = x[best + 1:]
+    if after.size < cfg["patience"]:
+        return []
+    gl = 100.0 * (float(x[-1]) / max(float(x[best]), 1e-12) - 1.0)
+    tail_med = float(np.median(after[-int(cfg["patience"]):]))
+    gl_tail = 100.0 * (tail_med / max(float(x[best]), 1e-12) - 1.0)
+    if gl <= cfg["gl_percent"] or gl_tail <= cfg["gl_percent"]:
+        return []
+    rises = np.diff(x[best:])
+    if np.count_nonzero(rises > 0) < max(1, rises.size // 2):
+        return []    # one high point, not a trend
+    best_step, last_step = pts.span(best, -1)
+    train = _train_fell(run, best_step, last_step)
+    if train is False:
+        return []
+    train_note = "" if train is None else " while the train loss fell from %s to %s" % (fmt(train[0]), fmt(train[1]))
+    return [Finding("overfitting", WARN,
+                    "Eval loss rose from its best %s at step %d to %s at step %d (generalization loss %.0f%%, "
+                    "above Prechelt's %.0f%%)%s: the model is overfitting. Keep the checkpoint from step %d, stop "
+                    "earlier, add regularisation (weight decay, dropout, augmentation) or more data." % (
+                        fmt(float(x[best])), best_step, fmt(float(x[-1])), last_step, gl, cfg["gl_percent"],
+                        train_note, best_step),
+                    pts.tag, (best_step, last_step))]

@@ -1,0 +1,88 @@
+"""Speed: ``input_bound`` (waiting for data) and ``step_time_regression`` (steps getting slower)."""
+
+import numpy as np
+
+from .. import detectors
+from .base import INFO, WARN, Finding, rule
+from .common import finite, fmt
+
+
+@rule("input_bound", WARN,
+      "TensorFlow profiler input-pipeline analysis: input-bound 'moderately' above 5% and 'highly' above 20% of "
+      "step time spent waiting for input",
+      "Share of step time spent waiting for data.",
+      warn_share=0.20, info_share=0.05, min_points=3)
+def input_bound(run, cfg):
+    wait = run.get("data_wait_ms")
+    step = run.get("step_time_ms")
+    if wait is None or step is None:
+        return []
+    steps, w, s = detectors.intersect(wait.steps, wait.values, step.steps, step.values)
+    ok = np.isfinite(w) & np.isfinite(s) & (s > 0)
+    if np.count_nonzero(ok) < cfg["min_points"]:
+        return []
+    steps, w, s = steps[ok], w[ok], s[ok]
+    share = float(np.median(w / s))
+    if share < cfg["info_share"]:
+        return []
+    level = WARN if share >= cfg["warn_share"] else INFO
+    degree = "highly" if level == WARN else "moderately"
+    return [Finding("input_bound", level,
+                    "Training is %s input-bound: steps wait %s ms for data out of %s ms (%.0f%% of step time). "
+                    "Speed up the input pipeline: num_parallel_workers on map/batch, python_multiprocessing, "
+                    "prefetching, caching decoded data, or lighter per-sample transforms." % (
+                        degree, fmt(float(np.median(w))), fmt(float(np.median(s))), share * 100),
+                    wait.tag, (int(steps[0]), int(steps[-1])))]
+
+
+def _step_times(run, min_points):
+    """``(points, inverse)``: step times (or inverse throughput when only that is recorded), positive values,
+    without the first point (it may include graph compilation); ``(None, False)`` with fewer than ``min_points``."""
+    series, inverse = run.get("step_time_ms"), False
+    if series is None:
+        series, inverse = run.get("throughput"), True
+    pts = finite(series)
+    if pts is None:
+        return None, False
+    keep = pts.x > 0
+    pts.idx, pts.x = pts.idx[keep], pts.x[keep]
+    if pts.size < min_points:
+        return None, False
+    x = 1.0 / pts.x if inverse else pts.x
+    pts.idx, pts.x = pts.idx[1:], x[1:]
+    return pts, inverse
+
+
+@rule("step_time_regression", WARN,
+      "our heuristic: a rolling median of the step time above 1.5x the run's own early level, sustained over 20% "
+      "of the run and at least a minute of wall time (a burst of load on the machine passes)",
+      "Step time rising (or throughput falling) well above the run's own early level, and staying there.",
+      factor=1.5, min_points=8, min_fraction=0.2, min_duration_s=60.0)
+def step_time_regression(run, cfg):
+    pts, inverse = _step_times(run, cfg["min_points"])
+    if pts is None:
+        return []
+    x = pts.x
+    w = max(detectors.MIN_WARMUP, x.size // 5)
+    baseline = float(np.median(x[:w]))
+    if baseline <= 0:
+        return []
+    slow = detectors.rolling_median(x, min(max(3, w), 51) | 1) > cfg["factor"] * baseline
+    slow[:w] = False
+    # The longest stretch of consecutive slow points: a regression persists, a burst of load on the machine does not.
+    lo, hi = detectors.longest_range(slow)
+    if hi - lo < max(2, cfg["min_fraction"] * x.size):
+        return []
+    wall = pts.series.wall_times[pts.idx]
+    if wall[hi - 1] - wall[lo] < cfg["min_duration_s"]:
+        return []
+    span = pts.span(lo, hi - 1)
+    worst = float(np.median(x[lo:hi]))
+    if inverse:
+        msg = ("Throughput fell to %s samples/s from %s early in the run (%s times slower) over steps %d-%d."
+               % (fmt(1.0 / worst), fmt(1.0 / baseline), fmt(worst / baseline), span[0], span[1]))
+    else:
+        msg = ("Step time rose to %s ms from %s ms early in the run (%s times slower) over steps %d-%d."
+               % (fmt(worst), fmt(baseline), fmt(worst / baseline), span[0], span[1]))
+    return [Finding("step_time_regression", WARN, msg + " Look for other jobs on the machine, a growing input "
+                    "queue, host-side work in callbacks, or memory pressure.", pts.tag, span)]
