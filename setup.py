@@ -57,6 +57,7 @@ setup(
         "tb_plugin_mindspore",
         "tb_plugin_mindspore.reading",
         "tb_plugin_mindspore.health",
+        "tb_plugin_mindspore.health.rules",
         "tb_plugin_mindspore.landscape",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
