@@ -160,6 +160,13 @@ class LogdirStatus:
             reason = "no_scalars"
             message = ("Event files were found, but none holds scalars. Record training with "
                        "tb_mindspore_callbacks.TrainMonitor to see loss, learning rate and gradient norm.")
+        blocking = [path for path, why in counts.get("hostile", ()) if is_tf_event_file(os.path.basename(path))
+                    and "regular" in why]
+        if reason is not None and blocking:
+            # TensorBoard's own Python loader blocks on such a file, and the runs after it never load.
+            message += (" %s is named like an event file but is not a regular file: TensorBoard's loader (with "
+                        "--load_fast=false) waits on it forever, so runs after it may never appear; move it out "
+                        "of the logdir." % self._rel(blocking[0]))
         return {
             "logdir": logdir,
             "logdir_abs": self._abs() if logdir and "://" not in logdir else logdir,

@@ -270,3 +270,25 @@ def test_length_of_2_pow_60_in_event_file_names_the_file(tmp_path, load_fast):
             assert "good" in app.plugin("/runs")["runs"]
     finally:
         app.close()
+
+
+def test_fifo_event_file_blocking_tensorboards_python_loader_is_explained(tmp_path):
+    """TensorBoard's own Python loader waits forever on a FIFO named like an event file (outside the plugin): the
+    empty tab says which file it is and what to do."""
+    root = tmp_path / "logs"
+    hostile.write_events(str(root / "good" / hostile.EVENT_NAME), hostile.loss_events())
+    (root / "a_fifo").mkdir()
+    fifo = root / "a_fifo" / hostile.EVENT_NAME
+    os.mkfifo(fifo)
+    app = App(root, load_fast="false")
+    try:
+        status = _wait(lambda: (lambda s: s if "a_fifo/" in s["message"] else None)(app.plugin("/status")),
+                       what="the FIFO named in the status message")
+        assert "not a regular file" in status["message"] and "move it out of the logdir" in status["message"]
+        assert [w["file"] for w in status["warnings"]] == ["a_fifo/" + hostile.EVENT_NAME]
+    finally:
+        try:                                   # let TensorBoard's blocked loader thread go (it reads EOF)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        app.close()
