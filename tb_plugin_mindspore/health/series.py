@@ -168,6 +168,7 @@ class RunSeries:
     info: dict = field(default_factory=dict)
     histogram_tags: Tuple[str, ...] = ()
     other_tags: Tuple[str, ...] = ()    # scalar tags the run has but no rule reads (not loaded)
+    landscape_tags: Tuple[str, ...] = ()    # loss landscapes the run holds (no rule reads them)
 
     def __post_init__(self):
         self._by_clean = {}

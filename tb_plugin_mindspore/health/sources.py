@@ -105,12 +105,14 @@ class ProviderListing:
 
         listings = listings or series_cache.Listings(data_provider, ttl=0.0)
         self.scalars = listings.last_scalars(ctx, experiment_id)
-        self.ours = {}
+        self.ours, self.landscapes = {}, {}
         for run, tags in listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME).items():
             for tag, ts in tags.items():
                 content = _content(ts.plugin_content)
                 if content is not None and _rule_reads(content, tag):
                     self.ours.setdefault(run, {})[tag] = (content, ts)
+                elif content is not None and content.get("kind") == metadata.KIND_LANDSCAPE:
+                    self.landscapes[run] = self.landscapes.get(run, ()) + (tag,)
         try:
             hists = listings.tensors(ctx, experiment_id, HISTOGRAMS_PLUGIN)
         except Exception:  # a provider without histograms must not stop the check
@@ -272,7 +274,8 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
         total, newest, count = file_stats(directory)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
-                     histogram_tags=listing.histograms.get(run, ()), other_tags=other)
+                     histogram_tags=listing.histograms.get(run, ()), other_tags=other,
+                     landscape_tags=tuple(sorted(listing.landscapes.get(run, ()))))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -375,7 +378,8 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
             if holds:
                 info["mindspore_holds"] = holds
         out.append(RunSeries(run=run, scalars=scalars, state=state, info=info,
-                             histogram_tags=tuple(tags.get("histograms", []))))
+                             histogram_tags=tuple(tags.get("histograms", [])),
+                             landscape_tags=tuple(tags.get("landscapes", []))))
     return out
 
 

@@ -390,6 +390,44 @@ def test_no_scalars_and_no_loss():
     assert f.level == "info"
 
 
+def test_landscape_only_run_has_no_finding():
+    run = make_run({}, info={"mindspore_holds": "1 loss landscape tag"})    # MindSpore's SummaryLandscape alone
+    run.landscape_tags = ("landscape_[pca]",)
+    assert findings(run) == []
+
+
+def _write_landscape_run(run_dir, info=None):
+    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.landscape import landscape_record
+    from tb_plugin_mindspore.writer import SummaryWriter
+
+    z = np.array([[3.0, 2.0, 3.5], [2.5, 1.0, 2.0], [3.1, 2.2, 3.0]])
+    record = landscape_record([-1, 0, 1], [-1, 0, 1], z, "random", center=(0, 0, 1.0))
+    with SummaryWriter(run_dir) as w:
+        if info is not None:
+            w.run_info(info, step=0)
+        w.value(summary.landscape("landscape/random", record), 5)
+
+
+def test_check_reports_nothing_for_landscape_only_runs(tmp_path, capsys):
+    """Landscapes written in this plugin's format in runs of their own (as compute_landscape(logdir=...) does, and
+    with run information as convert writes it) next to a training run: check speaks only of the training run."""
+    from tb_plugin_mindspore.health import cli
+
+    from health_helpers import write_event_run
+
+    steps = np.arange(1, 101)
+    write_event_run(tmp_path / "train", {metadata.LOSS: (steps, healthy_arrays(100)[0])})
+    _write_landscape_run(tmp_path / "landscape")
+    _write_landscape_run(tmp_path / "landscape_info", info={"source": "mindspore", "epochs": 1})
+    assert cli.main(["check", str(tmp_path), "--format", "json"]) == 0
+    runs = {r["run"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert "train" in runs and "landscape_info" in runs      # run information makes it a run the check lists
+    for name in ("landscape", "landscape_info"):
+        if name in runs:
+            assert runs[name]["status"] == "ok" and runs[name]["findings"] == []
+
+
 # -- aliases ---------------------------------------------------------------------------------------------------------
 def test_mindformers_tags():
     loss, grad, _, _, _ = healthy_arrays(100)

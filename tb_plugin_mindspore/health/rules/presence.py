@@ -16,6 +16,8 @@ def no_loss(run, cfg):
     if loss is None:
         tags = sorted(set(run.scalars) | set(run.other_tags))
         holds = run.info.get("mindspore_holds") if isinstance(run.info, dict) else None
+        if not tags and run.landscape_tags:
+            return []   # a loss-landscape run (from checkpoints, or a LandscapeCallback of its own): not a training run
         if not tags and holds:
             # An evaluation-only or lineage-only MindSpore run (SummaryCollector in Model.eval): nothing missing.
             return [Finding("no_loss", INFO, "No scalars in this run: it holds %s; the training rules have nothing "
