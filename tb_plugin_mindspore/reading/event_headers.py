@@ -85,8 +85,8 @@ def _size(n):
 class HeaderScanner:
     """Scans the event files under ``logdir`` incrementally; :meth:`findings` lists the bad ones.
 
-    Each file's state is ``(device, inode, next offset, finding)``; a file is scanned again only from where it
-    stopped, and from the start when it was replaced. At most ``budget_s`` seconds are spent per call.
+    Each file's state is ``((device, inode), mtime, next offset, finding)``; a file is scanned again only from
+    where it stopped, and from the start when it was replaced, cut, or changed after a finding. At most ``budget_s`` seconds are spent per call.
     """
 
     def __init__(self, logdir, budget_s=1.0):
@@ -108,16 +108,17 @@ class HeaderScanner:
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                dev, ino, offset, finding = self._state.get(path, (st.st_dev, st.st_ino, 0, None))
-                if (dev, ino) != (st.st_dev, st.st_ino) or st.st_size < offset:
-                    offset, finding = 0, None
+                ident = (st.st_dev, st.st_ino)
+                old_ident, mtime, offset, finding = self._state.get(path, (ident, st.st_mtime_ns, 0, None))
+                if old_ident != ident or st.st_size < offset or (finding is not None and mtime != st.st_mtime_ns):
+                    offset, finding = 0, None          # replaced, cut or rewritten: from the start again
                 left = deadline - time.monotonic()
                 if finding is None and offset < st.st_size and left > 0:
                     try:
                         offset, finding = scan_headers(path, offset, left)
                     except OSError:
                         continue
-                self._state[path] = (st.st_dev, st.st_ino, offset, finding)
+                self._state[path] = (ident, st.st_mtime_ns, offset, finding)
                 if finding is not None:
                     out.append(finding)
             for gone in set(self._state) - set(paths):
