@@ -44,7 +44,9 @@ def child(scenario, run_dir, steps):
             step = run_context.original_args().cur_step_num
             print("RECORDED %d" % step, flush=True)
             if step == FAULT_STEP:
-                if scenario == "rm_dir":
+                if scenario == "request_exit":
+                    os.kill(os.getpid(), signal.SIGTERM)
+                elif scenario == "rm_dir":
                     subprocess.run(["rm", "-rf", run_dir], check=True)
             time.sleep(0.03)      # a few writer rounds per step
 
@@ -63,8 +65,21 @@ def child(scenario, run_dir, steps):
 
         threading.Timer(float(os.environ.get("SIGINT_AFTER", "0.5")),
                         lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    callbacks = [monitor, Fault()]
+    if scenario == "request_exit":
+        # A graceful stop on SIGTERM, as cluster schedulers ask for it: the handler sets a flag, a callback ends
+        # training at the next step end (installed before training, so TrainMonitor's handler chains to it).
+        requested = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: requested.append(signum))
+
+        class StopWhenAsked(Callback):
+            def on_train_step_end(self, run_context):
+                if requested:
+                    run_context.request_stop()
+
+        callbacks.append(StopWhenAsked())
     try:
-        model.train(1, classification_data(steps), callbacks=[monitor, Fault()], dataset_sink_mode=False)
+        model.train(1, classification_data(steps), callbacks=callbacks, dataset_sink_mode=False)
     finally:
         print("TRAIN RETURNED", flush=True)
     print("AFTER TRAIN errors=%d" % monitor.errors, flush=True)
@@ -182,6 +197,18 @@ def test_ctrl_c_during_start_up_stops_training_or_keeps_recording(tmp_path, scen
     else:                                     # stopped, as Ctrl-C does: nothing it trained is missing
         assert proc.returncode != 0
         assert steps == trained, (steps, proc.stderr[-2000:])
+
+
+def test_sigterm_turned_into_a_graceful_stop_keeps_every_step(tmp_path):
+    """The script's own SIGTERM handler turns it into a graceful stop: training ends early, the script goes on,
+    and every step trained is recorded (the signal flushes our writer and leaves it to on_train_end to close)."""
+    pytest.importorskip("mindspore")
+    run_dir = tmp_path / "run"
+    proc = run_child("request_exit", run_dir)
+    assert proc.returncode == 0 and "AFTER TRAIN errors=0" in proc.stdout, proc.stderr[-3000:]
+    trained = recorded(proc.stdout)
+    assert FAULT_STEP <= len(trained) < 20
+    assert loss_steps(run_dir) == trained
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import pytest
 ms = pytest.importorskip("mindspore")
 from mindspore import nn  # noqa: E402
 from mindspore.train import (  # noqa: E402
-    CheckpointConfig, EarlyStopping, LambdaCallback, LearningRateScheduler, LossMonitor, Model, ModelCheckpoint,
-    ReduceLROnPlateau, SummaryCollector, TimeMonitor,
+    BackupAndRestore, CheckpointConfig, EarlyStopping, FlopsUtilizationCollector, History, LambdaCallback,
+    LearningRateScheduler, LossMonitor, Model, ModelCheckpoint, ReduceLROnPlateau, SummaryCollector, TimeMonitor,
 )
 
 from tb_plugin_mindspore import metadata  # noqa: E402
@@ -24,7 +24,7 @@ def _halve_after_step_3(lr, step):
 
 
 def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
-    """All of MindSpore's stock callbacks listed BEFORE TrainMonitor in one model.train; the learning rate changes
+    """MindSpore's stock callbacks listed BEFORE TrainMonitor in one model.train; the learning rate changes
     made by LearningRateScheduler (step 3) and ReduceLROnPlateau (end of epoch 2) reach the LR the cell applies."""
     run = tmp_path / "run"
     net = dense_net()
@@ -43,7 +43,11 @@ def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
         TimeMonitor(),
         LambdaCallback(on_train_step_end=lambda rc: lambda_steps.append(rc.original_args().cur_step_num)),
         SummaryCollector(str(run), collect_freq=2),
+        History(),
+        BackupAndRestore(str(tmp_path / "backup")),
     ]
+    if mode == "graph":     # "FlopsUtilizationCollector now only support graph mode"
+        stock.append(FlopsUtilizationCollector(data_size=STEPS_PER_EPOCH))
     monitor = TrainMonitor(str(run), collect_freq=1, registry=None)
     model.train(EPOCHS, classification_data(STEPS_PER_EPOCH), callbacks=stock + [monitor], dataset_sink_mode=False)
 
@@ -52,6 +56,8 @@ def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
     assert lambda_steps == list(range(1, total + 1))
     assert sorted(f for f in os.listdir(tmp_path / "ckpt") if f.endswith(".ckpt"))
     assert [f for f in os.listdir(run) if f.endswith("_MS")], "SummaryCollector wrote nothing"
+    assert stock[8].epoch["epoch"] == list(range(1, EPOCHS + 1))                # History
+    assert os.path.isdir(tmp_path / "backup")        # BackupAndRestore (its backup is removed at train end)
     scalars, _ = read_run(run)
     applied = dict(scalars[metadata.LEARNING_RATE])
     assert sorted(applied) == list(range(1, total + 1))
