@@ -156,7 +156,9 @@ class TrainMonitor(Callback):
     * ``core/loss_scale`` and ``core/overflow_steps`` with a :class:`MonitoredLossScaleCell`;
     * ``core/step_time_ms`` and ``core/throughput`` (samples/s): averages over the steps since the previous point;
     * ``interval/<tag>`` for loss, gradient norm and step time: min / mean / max / count / non-finite count of the
-      steps since the previous point, so a single-step spike or NaN between two points is still visible.
+      steps since the previous point, so a single-step spike or NaN between two points is still visible;
+    * ``core/compile_ms``: one-off time kept out of the step time: the first step (graph compilation), at step 1,
+      and the first debug point (the monitoring graphs compiled once), at that step.
 
     **Diagnostic** (at each epoch end, or every ``diagnostic_freq`` steps; and at the end): per-layer weight norms
     (``diagnostic/layer_weight_norm``, one fused computation on the device) and the global weight norm; with an
@@ -177,8 +179,12 @@ class TrainMonitor(Callback):
     the host from the optimizer), the gradient norm is not, and one warning says how to add the cell.
 
     At train begin ``_meta/run_info`` holds the format version, MindSpore version, ``collect_freq``, rank and the
-    setup; ``hparams`` go to TensorBoard's HParams tab, and a line per run is appended to ``experiments.md`` next to
-    the run folder. NaN and Inf are written as they are; a failure inside the monitor is logged, never raised into
+    setup; ``hparams`` (those :func:`make_run_dir` recorded in the folder, updated by ``hparams=``) go to
+    TensorBoard's HParams tab, and a line per run is appended to ``experiments.md`` next to the run folder.
+
+    **MindSpore's own callbacks**: ``Model(train_cell)`` leaves ``cb_params.optimizer`` None, which
+    ``ReduceLROnPlateau`` and ``LearningRateScheduler`` need; TrainMonitor sets it to the training cell's optimizer
+    at train begin (they only read it at step and epoch ends, so the order of the callback list does not matter). NaN and Inf are written as they are; a failure inside the monitor is logged, never raised into
     training. Step numbers are ``cb_params.cur_step_num`` (1-based, counted over all epochs).
 
     **Sink mode** (``dataset_sink_mode=True``, on Ascend / GPU): MindSpore runs ``sink_size`` steps (default: one
@@ -197,7 +203,10 @@ class TrainMonitor(Callback):
     Hooks: ``on_train_begin`` opens the writer and writes run info; ``on_train_step_begin`` (debug only) times the
     data wait and takes the update-ratio snapshot; ``on_train_step_end`` times the step and writes what is due;
     ``on_train_epoch_end`` runs the per-epoch diagnostics; ``on_train_end`` writes the final points and closes the
-    writer. SIGINT / SIGTERM close the writer before the previous handlers run.
+    writer. SIGINT (Ctrl-C) and SIGTERM write out everything queued before the previous handlers run; the file
+    stays open unless the signal ends the process, so a program that catches the signal goes on recording. Faults
+    of the monitoring (disk full, read-only or removed run folder, failed rotation) are logged once and never
+    raised into training.
 
     Args:
       logdir: the run folder (e.g. from :func:`make_run_dir`); created if missing.
