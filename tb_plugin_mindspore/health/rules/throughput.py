@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import INFO, WARN, Finding, rule
-from .common import finite, fmt
+from .common import Points, finite, fmt
 
 
 @rule("input_bound", WARN,
@@ -42,15 +42,11 @@ def _step_times(run, min_points):
     if series is None:
         series, inverse = run.get("throughput"), True
     pts = finite(series)
-    if pts is None:
+    keep = np.nonzero(pts.x > 0)[0] if pts is not None else ()
+    if len(keep) < min_points:
         return None, False
-    keep = pts.x > 0
-    pts.idx, pts.x = pts.idx[keep], pts.x[keep]
-    if pts.size < min_points:
-        return None, False
-    x = 1.0 / pts.x if inverse else pts.x
-    pts.idx, pts.x = pts.idx[1:], x[1:]
-    return pts, inverse
+    x = 1.0 / pts.x[keep] if inverse else pts.x[keep]
+    return Points(pts.series, pts.idx[keep][1:], x[1:]), inverse
 
 
 @rule("step_time_regression", WARN,
