@@ -216,10 +216,11 @@ def rss_mb(pid):
 class Server:
     """A real ``tensorboard`` process on 127.0.0.1 over ``logdir``."""
 
-    def __init__(self, logdir, load_fast, extra=(), timeout=120):
+    def __init__(self, logdir, load_fast, extra=(), timeout=120, reload_interval=5):
         self.port = free_port()
         exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-        cmd = [exe, "--logdir", logdir, "--port", str(self.port), "--host", "127.0.0.1", "--reload_interval", "5",
+        cmd = [exe, "--logdir", logdir, "--port", str(self.port), "--host", "127.0.0.1",
+               "--reload_interval", str(reload_interval),
                "--load_fast", load_fast] + list(extra)
         self.log_path = os.path.join(os.path.dirname(os.path.abspath(logdir)), "tensorboard-%d.log" % self.port)
         self._log = open(self.log_path, "wb")
@@ -370,7 +371,7 @@ def measure(data, loader, args):
     extra = ["--samples_per_plugin", KEEP_ALL] if args.keep_all else []
     live = LiveWriter(data).start()   # listed from the start; cached answers of it go stale all along
     out = {"loader": loader, "samples": KEEP_ALL if args.keep_all else "plugin defaults"}
-    with Server(data, loader, extra) as server:
+    with Server(data, loader, extra, reload_interval=args.reload_interval) as server:
         out["load_s"] = round(wait_loaded(server.base, args.big_steps, args.small_runs), 1)
         out["rss_loaded_mb"] = round(server.rss(), 1)
         time.sleep(1.2)   # the provider listings the loading polls left behind expire
@@ -393,7 +394,7 @@ def measure(data, loader, args):
         out["rss_before_mb"] = round(server.rss(), 1)
         lat, errors, rss = run_load(server, args.clients, args.seconds, mix)
         live.stop()
-        time.sleep(3)
+        time.sleep(args.settle)
         out["rss_during_max_mb"] = round(max(rss), 1) if rss else None
         out["rss_after_mb"] = round(server.rss(), 1)
         out["live_points"] = live.points
@@ -447,7 +448,7 @@ def print_table(results, args):
         print("%-*s  %-30s %s" % (width, row[0], row[1], row[2]))
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", default=os.path.join(tempfile.gettempdir(), "tb-mindspore-bench", "server_load"),
                         help="folder for the generated event files (kept and reused)")
@@ -458,12 +459,21 @@ def main(argv=None):
     parser.add_argument("--big-tags", type=int, default=30)
     parser.add_argument("--small-runs", type=int, default=200)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--reload-interval", type=int, default=5, help="tensorboard's --reload_interval")
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds between the load and 'after'")
     parser.add_argument("--keep-all", action="store_true",
                         help="--samples_per_plugin %s (every point in memory)" % KEEP_ALL)
     args = parser.parse_args(argv)
     for name in ("clients", "seconds", "big_steps", "big_tags", "small_runs", "reps"):
         if getattr(args, name) <= 0:
             parser.error("--%s must be positive" % name.replace("_", "-"))
+    if args.big_tags < len(INTERVAL_TAGS):
+        parser.error("--big-tags must be at least %d" % len(INTERVAL_TAGS))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     data = os.path.join(args.path, "data")
     made = make_data(data, args.big_steps, args.big_tags, args.small_runs)
     results = [measure(data, loader, args) for loader in args.loaders.split(",")]
