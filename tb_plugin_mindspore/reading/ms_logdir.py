@@ -116,25 +116,38 @@ def tag_names(kinds_by_tag):
 
 
 def exact_buckets(buckets, stats):
-    """``buckets`` (``[[left, right, count], ...]``) cut to the exact finite ``min`` / ``max`` of ``stats``.
+    """``buckets`` (``[[left, right, count], ...]`` in ascending order) cut to the exact finite ``min`` / ``max`` of
+    ``stats``.
 
     MindSpore bins a tensor over a range wider than its values (a constant tensor of ones lands in a bucket
-    ``[1, 1.045)``); with the edges cut to the recorded minimum and maximum, quantiles drawn from the buckets are
-    exact at both ends and for constant tensors. Empty buckets wholly outside are dropped.
+    ``[1, 1.045)``); with the outer edges cut to the recorded minimum and maximum, quantiles drawn from the buckets
+    are exact at both ends and for constant tensors. Empty buckets wholly outside are dropped. Buckets that hold
+    values outside ``[min, max]`` (statistics that disagree) are returned as they are.
     """
     lo, hi = stats.get("min"), stats.get("max")
-    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi or not buckets:
         return buckets
-    if not any(c > 0 for _, _, c in buckets):
+    first, last = 0, len(buckets) - 1
+    while first <= last and buckets[first][1] < lo:       # wholly below the minimum
+        if buckets[first][2] > 0:
+            return buckets
+        first += 1
+    while last >= first and buckets[last][0] > hi:        # wholly above the maximum
+        if buckets[last][2] > 0:
+            return buckets
+        last -= 1
+    if first > last:
         return buckets
-    out = []
-    for left, right, count in buckets:
-        left2, right2 = max(left, lo), min(right, hi)
-        if left2 > right2:
-            if count > 0:
-                return buckets          # the statistics disagree with the buckets: leave them as written
-            continue
-        out.append([left2, right2, count])
+    out = buckets[first:last + 1]
+    if not any(b[2] > 0 for b in out):
+        return buckets
+    out[0] = [max(out[0][0], lo), min(out[0][1], hi), out[0][2]]
+    out[-1] = [max(out[-1][0], lo), min(out[-1][1], hi), out[-1][2]]
+    # Empty buckets squeezed to nothing at the ends (a constant tensor) are left out.
+    while len(out) > 1 and out[0][2] == 0 and out[0][0] >= out[0][1]:
+        out.pop(0)
+    while len(out) > 1 and out[-1][2] == 0 and out[-1][0] >= out[-1][1]:
+        out.pop()
     return out
 
 
@@ -230,9 +243,20 @@ class _Stage:
 
     def finish(self):
         for kind, items in self.series.items():
+            if not items:
+                continue
             items.sort(key=_first)
+            spans = {}
             for index, tag, step, _, _ in items:
-                self._note((tag, kind), index, step, step)
+                span = spans.get(tag)
+                if span is None:
+                    spans[tag] = [index, step, step]
+                elif step < span[1]:
+                    span[1] = step
+                elif step > span[2]:
+                    span[2] = step
+            for tag, (index, lo, hi) in spans.items():
+                self._note((tag, kind), index, lo, hi)
             self.series[kind] = [item[1:] for item in items]
         for tag, (indices, steps, walls, values) in self.slow_scalars.items():
             self.scalars.setdefault(tag, []).append((
