@@ -17,7 +17,8 @@ from werkzeug import wrappers
 
 from . import metadata
 from .health import cache as health_cache
-from .reading import batch, downsample, histograms, layers, logdir_status, ms_provider, provider, series_cache
+from .reading import batch, downsample, histograms, layers, logdir_status, ms_provider, page_contract, provider
+from .reading import series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,10 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
+        # The same configuration gives the page its thresholds (the contract route).
+        self._health_config = None
         self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
+                                                config=self._health_config,
                                                 multiplexer=getattr(context, "multiplexer", None))
 
     def get_plugin_apps(self):
@@ -109,6 +113,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/runs": self._serve_runs,
             "/status": self._serve_status,
             "/tags": self._serve_tags,
+            "/contract": self._serve_contract,
             "/scalars": self._serve_scalars,
             "/health": self._serve_health,
             "/scalars_batch": self._serve_scalars_batch,
@@ -198,6 +203,11 @@ class MindSporePlugin(base_plugin.TBPlugin):
         ctx, eid = self._ctx(request)
         run = request.args.get("run")
         return {"tiers": list(metadata.TIERS), "runs": self._view.tags(ctx, eid, run)}
+
+    @json_route
+    def _serve_contract(self, request):
+        """Tier titles, expected series, axis units and health thresholds: the page's part of the contract."""
+        return page_contract.build(self._health_config)
 
     @json_route
     def _serve_scalars(self, request):
