@@ -209,12 +209,19 @@ def check_entry_point():
     return _check("plugin registered", OK, "TensorBoard plugin entry point %s = %s" % (ep.name, ep.value))
 
 
+def _is_ms_file(name):
+    """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
+    from .reading.ms_logdir import file_kind
+
+    return file_kind(name) is not None
+
+
 def _scan_logdir(path):
     counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0}
     for root, dirs, names in os.walk(path):
         dirs.sort()
         for name in names:
-            if ".summary." in name and (name.endswith("_MS") or name.endswith("_lineage")):
+            if _is_ms_file(name):
                 counts["ms_files"] += 1
             elif "tfevents" in name:
                 counts["event_files"] += 1
@@ -258,9 +265,10 @@ def check_logdir(logdir, cwd=None):
                               % (path, counts["event_files"], extra)))
     elif counts["ms_files"]:
         out.append(_check("logdir", WARN,
-                          "%s holds only MindSpore summary files (%d *_MS), written by SummaryCollector / "
-                          "SummaryRecord: stock TensorBoard shows nothing for them. Run `tb-mindspore convert %s`, "
-                          "or record with tb_mindspore_callbacks.TrainMonitor." % (path, counts["ms_files"], logdir)))
+                          "%s holds only MindSpore summary files (%d *_MS / *_lineage), written by SummaryCollector / "
+                          "SummaryRecord: the MindSpore tab shows them as they are, stock TensorBoard's tabs show "
+                          "nothing for them. Run `tb-mindspore convert %s` for TensorBoard's own tabs."
+                          % (path, counts["ms_files"], logdir)))
     else:
         out.append(_check("logdir", WARN, "%s holds no event files yet. Record a run with "
                                           "tb_mindspore_callbacks.TrainMonitor (or run `tb-mindspore demo`)." % path))

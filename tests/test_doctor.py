@@ -206,3 +206,14 @@ def test_doctor_rejects_a_bad_port():
     with pytest.raises(SystemExit) as e:
         _parser().parse_args(["doctor", "--port", "70000"])
     assert e.value.code == 2
+
+
+def test_logdir_with_mindinsight_named_files(tmp_path):
+    """Names MindInsight accepted (``*.summary.<time>``, ``out.events.summary.*_lineage``) count as MindSpore files."""
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "train.summary.1600000000").write_bytes(b"x" * 100)
+    (run / "out.events.summary.1600000000_lineage").write_bytes(b"x" * 100)
+    (c,) = doctor.check_logdir(str(tmp_path))
+    assert c["status"] == "warn" and "only MindSpore summary files (2 " in c["message"]
+    assert "TrainMonitor" not in c["message"]
