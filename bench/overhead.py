@@ -1,38 +1,45 @@
-"""Benchmark: how much slower does monitoring make training?
+"""Benchmark: how much slower does monitoring make training, per execution mode and entry point?
 
-    python bench/overhead.py [--steps 200] [--reps 5] [--warmup 10] [--out DIR]
+    python bench/overhead.py [--modes graph,pynative] [--entries model,loop] [--steps 200] [--pynative-steps 50]
+                             [--reps 5] [--warmup 10] [--out DIR]
+    python bench/overhead.py --quick      # a small model, a few steps: checks that everything runs (no figures)
 
 Trains the demo's 2-layer transformer classifier (``nn.TransformerEncoderLayer``, hidden 128, seq 64, batch 32,
-GRAPH_MODE, AdamWeightDecay, non-sink) under these configurations, alternating them (the order rotates each
-repetition) in one process:
+AdamWeightDecay, non-sink) in each execution mode (``GRAPH_MODE``, ``PYNATIVE_MODE``) through two entry points:
 
-* ``none``: ``Model(net, loss_fn, optimizer)``, no callback (the reference);
-* ``cell_only``: ``Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))``, no callback: what the in-graph
-  statistics cost (or save: see BENCHMARKS.md) on their own;
-* ``core_diag``: ``MonitoredTrainCell`` + ``TrainMonitor(collect_freq=10, diagnostic_freq=10)`` (core tier and
-  per-layer weight norms every 10 steps; no evaluation: that is extra work the user asks for, not overhead);
-* ``core_diag_debug``: the same plus ``debug="all"`` (update ratio, per-layer gradient norms, activation
-  histograms, data wait) with ``debug_freq=100``;
-* ``summary_collector``: MindSpore's ``SummaryCollector(collect_freq=10)`` with
-  ``collect_specified_data={"histogram_regular": ".*weight.*"}`` (the configuration the seed article recommends);
-* ``loss_monitor``: MindSpore's ``LossMonitor(1)`` (its printing goes to /dev/null).
+* ``model``: ``Model.train``. Tiers: ``none`` (``Model(net, loss_fn, optimizer)``, no callback: the reference),
+  ``cell_only`` (``Model(MonitoredTrainCell.wrap(...))``, no callback: the in-graph statistics alone),
+  ``core_diag`` (``MonitoredTrainCell`` + ``TrainMonitor(collect_freq=10, diagnostic_freq=10)``: core tier and
+  per-layer weight norms every 10 steps; no evaluation, which is extra work the user asks for, not overhead),
+  ``core_diag_debug`` (the same plus ``debug="all"``: update ratio, per-layer gradient norms, activation
+  histograms, data wait, every ``debug_freq`` steps), and MindSpore's own callbacks for comparison:
+  ``summary_collector`` (``SummaryCollector(collect_freq=10)`` with ``histogram_regular='.*weight.*'``, the seed
+  article's configuration) and ``loss_monitor`` (``LossMonitor(1)``, printing to /dev/null);
+* ``loop``: the hand-written loop of the README (``grad_fn = value_and_grad(forward, None, optimizer.parameters)``;
+  per batch of ``create_tuple_iterator()``: ``loss, grads = grad_fn(x, y); optimizer(grads)``). Tiers: ``none``
+  (that loop alone), ``core_diag`` and ``core_diag_debug`` (the same loop with ``LoopMonitor`` and the settings
+  above: ``mon.begin_step()`` after the batch is fetched, ``mon.step(loss, grads, inputs=(x,))`` after the update).
 
-Each repetition builds every configuration's model anew and compiles it (and the monitors' own small graphs) in a
-short warm-up run (two identical models differ in speed by a few percent on a virtual machine, a bias that would
-never average out with one model per configuration), then trains each for ``--warmup`` + ``--steps`` steps, in a
-new random order (seeded), SummaryCollector last and its writer processes waited for; a new callback object each
-time, as a user would. The step time of a run is the wall time of its last ``--steps`` steps divided by
-``--steps``, all monitoring work included. The ratio of a configuration is its step time over the ``none`` step
-time of the same repetition; the reported figure is the median over repetitions. Also reported: ``min_ratio``
-(ratio of the fastest runs), ``cpu_ratio`` (the same with this process's CPU time, which leaves out
-SummaryCollector's writer processes), ``vs_cell_only`` (the monitored configurations over ``cell_only``: the
-callback's cost alone) and ``hook_share`` (share of the timed wall time spent inside ``TrainMonitor``'s step hooks
-on the training thread).
+``debug_freq`` is 100 in GRAPH_MODE; in PYNATIVE_MODE (a step costs about ten times more, so fewer steps are timed)
+it is ``--pynative-steps`` when that is below 100, so one debug point always falls in the timed steps (a higher
+debug rate than the default: the debug figure is an upper bound there).
+
+Everything runs side by side in one process. Each repetition builds every configuration's model anew and compiles
+it (and the monitors' own small graphs) in a short warm-up run (two identical models differ in speed by a few
+percent on a virtual machine, a bias that would never average out with one model per configuration), then trains
+each for ``--warmup`` + timed steps, the configurations of both modes in a new random order (seeded),
+SummaryCollector last and its writer processes waited for; a new callback / LoopMonitor each time, as a user would.
+The step time of a run is the wall time of its timed steps divided by their number, all monitoring work included.
+The ratio of a configuration is its step time over the ``none`` step time of the same mode, entry point and
+repetition; the reported figure is the median over repetitions. Also reported: ``min_ratio`` (ratio of the fastest
+runs), ``cpu_ratio`` (the same with this process's CPU time, which leaves out SummaryCollector's writer processes)
+and ``hook_share`` (share of the timed wall time spent inside ``TrainMonitor``'s step hooks / ``LoopMonitor``'s
+calls on the training thread).
 
 Do not edit the package's source files while this runs: MindSpore reads a cell's source when it compiles it.
 
-Prints a table, then, as the last line, one JSON object with the keys ``core_diag``, ``core_diag_debug``,
-``summary_collector``, ``loss_monitor`` (median ratios) and the details.
+Prints a table, then, as the last line, one JSON object: ``ratios`` as ``{mode: {entry: {tier: median ratio}}}``,
+then the details (``step_ms``, ``ratios_per_rep``, ``min_ratio``, ``cpu_ratio``, ``hook_share``, ...).
 """
 
 import argparse
@@ -49,47 +56,123 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-CONFIGS = ("none", "cell_only", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
+MODES = ("graph", "pynative")
+ENTRIES = ("model", "loop")
+MODEL_TIERS = ("none", "cell_only", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
+LOOP_TIERS = ("none", "core_diag", "core_diag_debug")
 # Not run by default: core + diagnostic + one debug item each, to see what each item costs.
-EXTRA_CONFIGS = ("debug_update_ratio", "debug_layer_grad_norm", "debug_activations", "debug_data_wait")
+EXTRA_TIERS = ("debug_update_ratio", "debug_layer_grad_norm", "debug_activations", "debug_data_wait")
+PYNATIVE_MODEL_TIERS = ("none", "cell_only", "core_diag", "core_diag_debug")
+# --quick: a much smaller transformer (so PYNATIVE steps take milliseconds), to check that everything runs.
+QUICK_MODEL = {"hidden": 32, "seq": 16, "batch": 8, "layers": 1, "heads": 2, "ffn": 64}
 
 
-def _build(config):
+def _parts(model_config):
     from mindspore import nn
-    from mindspore.train import Model
 
-    from tb_mindspore_callbacks import MonitoredTrainCell
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model
 
-    net = build_model(seed=0)
+    net = build_model(model_config, seed=0)
     optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=DEMO_CONFIG["lr"], weight_decay=0.01)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    if config.startswith(("core", "debug_")) or config == "cell_only":
-        return Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
-    return Model(net, loss_fn, optimizer)
+    return net, loss_fn, optimizer
 
 
-def _callbacks(config, out_dir, rep, warm=False):
-    from mindspore.train import LossMonitor, SummaryCollector
-
-    from tb_mindspore_callbacks import TrainMonitor
-
-    run_dir = os.path.join(out_dir, "%s_%d" % (config, rep))
-    # The warm-up run compiles everything once (the monitors' own small graphs too: every point is due each step).
+def _monitor_kwargs(tier, warm, debug_freq):
+    """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due)."""
     freq = 1 if warm else 10
-    if config == "core_diag":
-        return [TrainMonitor(run_dir, collect_freq=freq, diagnostic_freq=freq, registry=None)]
-    if config == "core_diag_debug" or config.startswith("debug_"):
+    kwargs = {"collect_freq": freq, "diagnostic_freq": freq, "registry": None}
+    if tier == "core_diag_debug" or tier.startswith("debug_"):
         # debug_<item>: core + diagnostic + that one debug item (to see what each costs).
-        items = "all" if config == "core_diag_debug" else [config[len("debug_"):]]
-        return [TrainMonitor(run_dir, collect_freq=freq, diagnostic_freq=freq, debug=items,
-                             debug_freq=1 if warm else 100, registry=None)]
-    if config == "summary_collector":
-        return [SummaryCollector(run_dir, collect_freq=10,
-                                 collect_specified_data={"histogram_regular": ".*weight.*"})]
-    if config == "loss_monitor":
-        return [LossMonitor(1)]
-    return []
+        kwargs["debug"] = "all" if tier == "core_diag_debug" else [tier[len("debug_"):]]
+        kwargs["debug_freq"] = 1 if warm else debug_freq
+    return kwargs
+
+
+class _ModelRun:
+    """``Model.train`` with the tier's training cell and callbacks."""
+
+    def __init__(self, tier, model_config):
+        from mindspore.train import Model
+
+        from tb_mindspore_callbacks import MonitoredTrainCell
+
+        self.tier = tier
+        net, loss_fn, optimizer = _parts(model_config)
+        if tier.startswith(("core", "debug_")) or tier == "cell_only":
+            self.model = Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
+        else:
+            self.model = Model(net, loss_fn, optimizer)
+
+    def callbacks(self, run_dir, warm, debug_freq):
+        from mindspore.train import LossMonitor, SummaryCollector
+
+        from tb_mindspore_callbacks import TrainMonitor
+
+        if self.tier.startswith(("core", "debug_")):
+            return [TrainMonitor(run_dir, **_monitor_kwargs(self.tier, warm, debug_freq))]
+        if self.tier == "summary_collector":
+            return [SummaryCollector(run_dir, collect_freq=10,
+                                     collect_specified_data={"histogram_regular": ".*weight.*"})]
+        if self.tier == "loss_monitor":
+            return [LossMonitor(1)]
+        return []
+
+    def train(self, dataset, run_dir, warm, debug_freq, clock=None):
+        """Returns the seconds spent in the monitors' hooks after the warm-up (``clock`` given)."""
+        callbacks = self.callbacks(run_dir, warm, debug_freq)
+        timers = [_HookTimer(cb, clock.warmup) for cb in callbacks if type(cb).__name__ == "TrainMonitor"] \
+            if clock is not None else []
+        self.model.train(1, dataset, callbacks=callbacks + ([clock.callback] if clock else []),
+                         dataset_sink_mode=False)
+        return sum(t.seconds for t in timers)
+
+
+class _LoopRun:
+    """The README's hand-written ``value_and_grad`` loop, with ``LoopMonitor`` unless the tier is ``none``."""
+
+    def __init__(self, tier, model_config):
+        import mindspore as ms
+
+        self.tier = tier
+        self.net, loss_fn, self.optimizer = _parts(model_config)
+        net = self.net
+
+        def forward(x, y):
+            return loss_fn(net(x), y)
+
+        self.grad_fn = ms.value_and_grad(forward, None, self.optimizer.parameters)
+
+    def train(self, dataset, run_dir, warm, debug_freq, clock=None):
+        from tb_mindspore_callbacks import LoopMonitor
+
+        mon = None
+        if self.tier != "none":
+            mon = LoopMonitor(run_dir, self.optimizer, network=self.net,
+                              **_monitor_kwargs(self.tier, warm, debug_freq))
+        grad_fn, optimizer = self.grad_fn, self.optimizer
+        in_monitor = 0.0
+        step = 0
+        for x, y in dataset.create_tuple_iterator(num_epochs=1):
+            step += 1
+            if mon is not None:
+                started = time.perf_counter()
+                mon.begin_step()
+                in_monitor += time.perf_counter() - started if clock and step > clock.warmup else 0.0
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+            if mon is not None:
+                started = time.perf_counter()
+                mon.step(loss, grads, inputs=(x,))
+                in_monitor += time.perf_counter() - started if clock and step > clock.warmup else 0.0
+            if clock is not None:
+                clock.tick(step)
+        if clock is not None:
+            loss.asnumpy()            # the last step has finished (the final points of close() are not timed,
+            clock.tick(step)          # as TrainMonitor's on_train_end is not)
+        if mon is not None:
+            mon.close()
+        return in_monitor
 
 
 class _Clock:
@@ -99,20 +182,24 @@ class _Clock:
         from mindspore.train import Callback
 
         clock = self
+        self.warmup = warmup
 
         class _Cb(Callback):
             def on_train_step_end(self, run_context):
-                step = run_context.original_args().cur_step_num
-                if step == warmup:
-                    clock.start = time.perf_counter()
-                    clock.cpu_start = time.process_time()
-                clock.end = time.perf_counter()
-                clock.cpu_end = time.process_time()
-                clock.last = step
+                clock.tick(run_context.original_args().cur_step_num)
 
         self.callback = _Cb()
         self.start = self.end = self.cpu_start = self.cpu_end = None
         self.last = 0
+
+    def tick(self, step):
+        """At the end of step ``step`` (1-based)."""
+        if step == self.warmup:
+            self.start = time.perf_counter()
+            self.cpu_start = time.process_time()
+        self.end = time.perf_counter()
+        self.cpu_end = time.process_time()
+        self.last = step
 
 
 class _HookTimer:
@@ -200,135 +287,188 @@ def _quiet_stdout(enabled):
             os.close(saved)
 
 
+def _plan(args):
+    """``[(mode, entry, tier)]`` to run."""
+    modes = [m for m in args.modes.split(",") if m]
+    entries = [e for e in args.entries.split(",") if e]
+    bad = [m for m in modes if m not in MODES] + [e for e in entries if e not in ENTRIES]
+    if bad:
+        raise SystemExit("unknown mode / entry point: %s" % ", ".join(bad))
+    plan = []
+    for mode in modes:
+        for entry in entries:
+            if entry == "loop":
+                tiers = list(LOOP_TIERS)
+            else:
+                text = args.configs if mode == "graph" else args.pynative_configs
+                tiers = [t for t in text.split(",") if t]
+                unknown = [t for t in tiers if t not in MODEL_TIERS and t not in EXTRA_TIERS]
+                if unknown:
+                    raise SystemExit("unknown configuration(s): %s" % ", ".join(unknown))
+                if "none" not in tiers:
+                    tiers.insert(0, "none")
+            plan += [(mode, entry, t) for t in tiers]
+    return plan
+
+
+def _name(config):
+    return "/".join(config)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=200, help="timed steps per run (default 200)")
+    parser.add_argument("--modes", default="graph,pynative", help="comma-separated: graph, pynative")
+    parser.add_argument("--entries", default="model,loop", help="comma-separated: model (Model.train), loop")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per GRAPH_MODE run (default 200)")
+    parser.add_argument("--pynative-steps", type=int, default=50, help="timed steps per PYNATIVE_MODE run (50)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every configuration (default 5)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps at the start of each run")
     parser.add_argument("--out", default=None, help="folder for the runs' event files (default: a temp dir)")
-    parser.add_argument("--configs", default=",".join(CONFIGS),
-                        help="comma-separated subset (none is added); also %s" % ", ".join(EXTRA_CONFIGS))
+    parser.add_argument("--configs", default=",".join(MODEL_TIERS),
+                        help="Model.train tiers in GRAPH_MODE (none is added); also %s" % ", ".join(EXTRA_TIERS))
+    parser.add_argument("--pynative-configs", default=",".join(PYNATIVE_MODEL_TIERS),
+                        help="Model.train tiers in PYNATIVE_MODE (default %s)" % ",".join(PYNATIVE_MODEL_TIERS))
+    parser.add_argument("--quick", action="store_true",
+                        help="a small transformer, 1 repetition, few steps, no SummaryCollector: checks that it runs")
     args = parser.parse_args(argv)
-    configs = [c for c in args.configs.split(",") if c]
-    unknown = [c for c in configs if c not in CONFIGS and c not in EXTRA_CONFIGS]
-    if unknown:
-        parser.error("unknown configuration(s): %s" % ", ".join(unknown))
-    if "none" not in configs:
-        configs.insert(0, "none")
+    model_config = None
+    if args.quick:
+        model_config = QUICK_MODEL
+        args.steps, args.pynative_steps, args.warmup, args.reps = 6, 6, 2, 1
+        args.configs = args.pynative_configs = "none,core_diag_debug"
+    plan = _plan(args)
+    if args.quick:
+        plan = [c for c in plan if c[2] in ("none", "core_diag_debug")]
 
     import mindspore as ms
 
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, synthetic_arrays
 
-    ms.set_context(mode=ms.GRAPH_MODE)
     out_dir = args.out or tempfile.mkdtemp(prefix="tbms_overhead_")
-    steps_per_run = args.warmup + args.steps
-    tokens, labels = synthetic_arrays(steps_per_run * DEMO_CONFIG["batch"], seed=0)
+    batch = dict(DEMO_CONFIG, **(model_config or {}))["batch"]
+    timed = {"graph": args.steps, "pynative": args.pynative_steps}
+    debug_freq = {"graph": 100, "pynative": min(100, args.pynative_steps)}
+    tokens, labels = synthetic_arrays((args.warmup + max(timed.values())) * batch, model_config, seed=0)
 
-    def dataset():
+    def dataset(steps):
         import mindspore.dataset as ds
 
-        return ds.NumpySlicesDataset({"tokens": tokens, "label": labels}, shuffle=False).batch(
-            DEMO_CONFIG["batch"], drop_remainder=True)
+        return ds.NumpySlicesDataset({"tokens": tokens[:steps * batch], "label": labels[:steps * batch]},
+                                     shuffle=False).batch(batch, drop_remainder=True)
+
+    def set_mode(mode):
+        ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
 
     def build(config, rep):
-        """A new model for ``config``, compiled by a short run (the callbacks' own small graphs too)."""
-        model = _build(config)
-        with _quiet_stdout(config == "loss_monitor"), _Watchdog(120.0):
-            model.train(1, dataset().take(3), callbacks=_callbacks(config, out_dir, -1 - rep, warm=True),
-                        dataset_sink_mode=False)
-        if config == "summary_collector":
+        """A new model for ``config``, compiled by a short run (the monitors' own small graphs too)."""
+        mode, entry, tier = config
+        set_mode(mode)
+        run = (_LoopRun if entry == "loop" else _ModelRun)(tier, model_config)
+        with _quiet_stdout(tier == "loss_monitor"), _Watchdog(300.0):
+            run.train(dataset(3), os.path.join(out_dir, "warm_%s_%d" % ("_".join(config), rep)), True,
+                      debug_freq[mode])
+        if tier == "summary_collector":
             _wait_for_children()
-        return model
+        return run
 
-    times = {c: [] for c in configs}
-    cpu = {c: [] for c in configs}
-    hook_share = {c: [] for c in configs}
-    hangs = {c: 0 for c in configs}
+    names = [_name(c) for c in plan]
+    times = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    hook_share = {n: [] for n in names}
+    hangs = {n: 0 for n in names}
     shuffler = random.Random(0)
     for rep in range(args.reps):
         # A new random order each repetition (no configuration always follows the same one); SummaryCollector
         # last, and its writer processes waited for, so their work never lands in another configuration's time.
-        order = [c for c in configs if c != "summary_collector"]
+        order = [c for c in plan if c[2] != "summary_collector"]
         shuffler.shuffle(order)
-        order += [c for c in configs if c == "summary_collector"]
-        # Every repetition builds and compiles its models anew: two identical models differ in speed by a few
-        # percent on this kind of machine (memory placement), a bias that would never average out otherwise.
+        order += [c for c in plan if c[2] == "summary_collector"]
         started = time.perf_counter()
-        models = {config: build(config, rep) for config in order}
+        runs = {config: build(config, rep) for config in order}
         print("  rep %d  built and compiled %d models in %.1f s" % (rep + 1, len(order), time.perf_counter() - started),
               flush=True)
         for config in order:
+            mode, entry, tier = config
+            name = _name(config)
+            set_mode(mode)
+            steps = timed[mode]
             clock = _Clock(args.warmup)
+            reference = times[_name((mode, entry, "none"))]
             # SummaryCollector runs take about 2.5x the reference: 8x means it hangs.
-            limit = max(90.0, 8.0 * steps_per_run * statistics.median(times["none"]) / 1000.0) \
-                if times["none"] else 600.0
-            callbacks = _callbacks(config, out_dir, rep)
-            timers = [_HookTimer(cb, args.warmup) for cb in callbacks if type(cb).__name__ == "TrainMonitor"]
-            with _quiet_stdout(config == "loss_monitor"), _Watchdog(limit) as watchdog:
-                models[config].train(1, dataset(), callbacks=callbacks + [clock.callback], dataset_sink_mode=False)
-            if config == "summary_collector":
+            limit = max(90.0, 8.0 * (args.warmup + steps) * statistics.median(reference) / 1000.0) \
+                if reference else 900.0
+            with _quiet_stdout(tier == "loss_monitor"), _Watchdog(limit) as watchdog:
+                in_hooks = runs[config].train(dataset(args.warmup + steps), os.path.join(out_dir, "%s_%d" % (
+                    "_".join(config), rep)), False, debug_freq[mode], clock)
+            if tier == "summary_collector":
                 _wait_for_children()
             if watchdog.fired:
-                hangs[config] += 1
-                print("  rep %d  %-18s HUNG after training (its writer processes were stopped); run not counted"
-                      % (rep + 1, config), flush=True)
-                if config == "none":
+                hangs[name] += 1
+                print("  rep %d  %-32s HUNG after training (its writer processes were stopped); run not counted"
+                      % (rep + 1, name), flush=True)
+                if tier == "none":
                     raise RuntimeError("the reference run hung")
-                times[config].append(None)
-                cpu[config].append(None)
+                times[name].append(None)
+                cpu[name].append(None)
                 continue
-            if clock.start is None or clock.last != steps_per_run:
-                raise RuntimeError("%s: run ended at step %d of %d" % (config, clock.last, steps_per_run))
-            step_ms = (clock.end - clock.start) * 1000.0 / args.steps
-            times[config].append(step_ms)
-            cpu[config].append((clock.cpu_end - clock.cpu_start) * 1000.0 / args.steps)
-            if timers:
-                hook_share[config].append(sum(t.seconds for t in timers) / (clock.end - clock.start))
-            print("  rep %d  %-18s %7.2f ms/step  (CPU %7.2f ms/step)" % (rep + 1, config, step_ms, cpu[config][-1]),
+            if clock.start is None or clock.last != args.warmup + steps:
+                raise RuntimeError("%s: run ended at step %d of %d" % (name, clock.last, args.warmup + steps))
+            step_ms = (clock.end - clock.start) * 1000.0 / steps
+            times[name].append(step_ms)
+            cpu[name].append((clock.cpu_end - clock.cpu_start) * 1000.0 / steps)
+            if tier not in ("none", "cell_only", "summary_collector", "loss_monitor"):
+                hook_share[name].append(in_hooks / (clock.end - clock.start))
+            print("  rep %d  %-32s %8.2f ms/step  (CPU %8.2f ms/step)" % (rep + 1, name, step_ms, cpu[name][-1]),
                   flush=True)
-
-    # Pair each run with the reference run of the same repetition (runs that hung are left out).
-    ratios = {c: [t / b for t, b in zip(times[c], times["none"]) if t is not None] for c in configs}
-    cpu_ratios = {c: [t / b for t, b in zip(cpu[c], cpu["none"]) if t is not None] for c in configs}
-    times_all = times
-    times = {c: [t for t in times[c] if t is not None] for c in configs}
-    dropped = [c for c in configs if not times[c]]
-    if dropped:
-        print("no run of %s finished; left out" % ", ".join(dropped))
-        configs = [c for c in configs if times[c]]
-    result = {c: round(statistics.median(ratios[c]), 4) for c in configs if c != "none"}
-    print()
-    print("%-18s %12s %12s %22s" % ("configuration", "median ms", "median ratio", "ratios per repetition"))
-    for c in configs:
-        print("%-18s %12.2f %12.4f   %s" % (c, statistics.median(times[c]), statistics.median(ratios[c]),
-                                           " ".join("%.3f" % r for r in ratios[c])))
-    result["min_ratio"] = {c: round(min(times[c]) / min(times["none"]), 4) for c in configs if c != "none"}
-    # CPU time of this process per step (all its threads, our writer thread included; not child processes, so
-    # SummaryCollector's writer processes are left out): far less sensitive to other load than wall time.
-    result["cpu_ratio"] = {c: round(statistics.median(cpu_ratios[c]), 4) for c in configs if c != "none"}
-    # The monitoring callbacks' own cost, free of the training cell's: each configuration over our training cell
-    # without a callback (cell_only) in the same repetition; and the share of the timed wall time spent inside
-    # TrainMonitor's step hooks on the training thread (a floor of the callback's cost that other load hardly moves).
-    if "cell_only" in configs:
-        result["vs_cell_only"] = {
-            c: round(statistics.median([t / b for t, b in zip(times_all[c], times_all["cell_only"])
-                                        if t is not None and b is not None]), 4)
-            for c in configs if c.startswith(("core", "debug_"))}
-    result["hook_share"] = {c: round(statistics.median(v), 5) for c, v in hook_share.items() if v}
-    result.update({
-        "baseline_step_ms": round(statistics.median(times["none"]), 3),
-        "step_ms": {c: [round(t, 3) for t in times[c]] for c in configs},
-        "cpu_step_ms": {c: [None if t is None else round(t, 3) for t in cpu[c]] for c in configs},
-        "ratios": {c: [round(r, 4) for r in ratios[c]] for c in configs},
-        "steps": args.steps, "warmup": args.warmup, "reps": args.reps,
-        "hung_runs": {c: n for c, n in hangs.items() if n},
-        "mindspore_version": ms.__version__, "cpu_count": os.cpu_count(),
-    })
     if args.out is None:
         shutil.rmtree(out_dir, ignore_errors=True)
+    result = summarize(plan, times, cpu, hook_share, hangs)
+    result.update({
+        "steps": timed, "debug_freq": debug_freq, "warmup": args.warmup, "reps": args.reps, "quick": args.quick,
+        "model": dict(DEMO_CONFIG, **(model_config or {})),
+        "mindspore_version": ms.__version__, "cpu_count": os.cpu_count(),
+    })
     print(json.dumps(result, sort_keys=True))
     return result
+
+
+def summarize(plan, times, cpu, hook_share, hangs):
+    """Prints the table; returns the result (ratios to the same mode / entry point / repetition's ``none`` run)."""
+    def ref(config):
+        return _name((config[0], config[1], "none"))
+
+    def paired(values, config):
+        return [t / b for t, b in zip(values[_name(config)], values[ref(config)]) if t is not None]
+
+    ratios, per_rep, min_ratio, cpu_ratio = {}, {}, {}, {}
+    print()
+    print("%-10s %-6s %-20s %10s %10s   %s" % ("mode", "entry", "tier", "median ms", "ratio", "ratios per repetition"))
+    for config in plan:
+        mode, entry, tier = config
+        name = _name(config)
+        done = [t for t in times[name] if t is not None]
+        if not done:
+            print("%-10s %-6s %-20s  no run finished" % config)
+            continue
+        r = paired(times, config)
+        median = round(statistics.median(r), 4)
+        print("%-10s %-6s %-20s %10.2f %10.4f   %s" % (mode, entry, tier, statistics.median(done), median,
+                                                     " ".join("%.3f" % v for v in r)))
+        if tier == "none":
+            continue
+        ratios.setdefault(mode, {}).setdefault(entry, {})[tier] = median
+        per_rep[name] = [round(v, 4) for v in r]
+        min_ratio[name] = round(min(done) / min(times[ref(config)]), 4)
+        cpu_ratio[name] = round(statistics.median(paired(cpu, config)), 4)
+    return {
+        "ratios": ratios,
+        "ratios_per_rep": per_rep,
+        "min_ratio": min_ratio,
+        "cpu_ratio": cpu_ratio,
+        "hook_share": {n: round(statistics.median(v), 5) for n, v in hook_share.items() if v},
+        "step_ms": {n: [None if t is None else round(t, 3) for t in v] for n, v in times.items()},
+        "hung_runs": {n: k for n, k in hangs.items() if k},
+    }
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 A *layer* is one MindSpore parameter, named by its parameter name (``encoder.0.dense1.weight``): names are stable
 across runs and readable. :class:`LayerSelection` picks them by regex; every statistic over them is one compiled
 computation over all selected parameters at once (one launch, one small vector back to the host), never an
-``asnumpy()`` of the parameters themselves.
+``asnumpy()`` of the parameters themselves. The cells' ``construct`` is compiled in PYNATIVE_MODE too
+(``mindspore.jit``): op by op, a norm per parameter would be hundreds of launches.
 """
 
 import re
@@ -128,6 +129,7 @@ class WeightNorms(nn.Cell):
         self.params = ParameterTuple(params)
         self.hyper_map = C.HyperMap()
 
+    @ms.jit
     def construct(self):
         return ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.params)))
 
@@ -147,6 +149,7 @@ class Snapshot(nn.Cell):
         ])
         self.hyper_map = C.HyperMap()
 
+    @ms.jit
     def construct(self):
         return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, self.params))
 
@@ -166,6 +169,7 @@ class UpdateRatio(nn.Cell):
         self.before = snapshot.before
         self.hyper_map = C.HyperMap()
 
+    @ms.jit
     def construct(self):
         diff = ops.sqrt(ops.stack(self.hyper_map(_diff_square_sum, self.params, self.before)))
         before = ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.before)))

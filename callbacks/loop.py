@@ -25,7 +25,8 @@ from mindspore import nn, ops, Parameter, Tensor
 
 from ._util import host_learning_rates
 from .monitor import TrainMonitor
-from .train_cell import _N_ROWS, _empty_stats, grad_norms, interval_update, layer_norm_plan, norm_groups
+from .train_cell import (_N_ROWS, _empty_stats, grad_norms, interval_update, layer_norm_plan, norm_groups,
+                         reset_parameter)
 
 __all__ = ["LoopMonitor"]
 
@@ -102,7 +103,7 @@ class _Source:
     def read_and_reset(self):
         stats = self.stats.tbms_stats.asnumpy().copy()
         last = self.stats.tbms_last.asnumpy().copy()
-        self.stats.tbms_stats.set_data(Tensor(_empty_stats()))
+        reset_parameter(self.stats.tbms_stats, _empty_stats())
         lrs = host_learning_rates(self.optimizer) if self.optimizer is not None else []
         return stats, np.concatenate([last, np.asarray(lrs, dtype=np.float32)])
 

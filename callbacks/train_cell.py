@@ -157,6 +157,15 @@ def grad_norms(grads, groups, layer_classes, layer_order):
     return ops.sqrt(grouped_square_sum(grads, groups)), None
 
 
+def reset_parameter(param, value):
+    """Writes ``value`` into ``param`` in place.
+
+    Not ``Parameter.set_data``: in PYNATIVE_MODE that gives the parameter a new tensor, and a ``mindspore.jit``
+    graph compiled before keeps updating the old one (every later statistic would be lost).
+    """
+    ops.assign(param, Tensor(np.asarray(value, dtype=np.float32)))
+
+
 def _empty_stats():
     row = np.array([np.inf, -np.inf, 0.0, 0.0, 0.0], dtype=np.float32)
     return np.tile(row, (_N_ROWS, 1))
@@ -254,6 +263,19 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             return ops.cast(opt.learning_rate(step), ms.float32).reshape((1,))
         return ops.cast(opt.learning_rate, ms.float32).reshape((1,))
 
+    @ms.jit
+    def _norms_and_lr(self, grads):
+        """``(grad_norm, layer_norms, lr)`` before the optimizer step, as one compiled call.
+
+        In PYNATIVE_MODE every operation of the statistics would otherwise be dispatched on its own (hundreds of
+        small launches per step, more than the optimizer costs); inside a GRAPH_MODE step this is inlined.
+        ``layer_norms`` is a one-element placeholder when no layers are tracked.
+        """
+        grad_norm, layer = self._grad_norms(grads)
+        if layer is None:
+            layer = ops.zeros((1,), ms.float32)
+        return grad_norm, layer, self._applied_lr()
+
     def _grad_norms(self, grads):
         """``(global_norm, layer_norms)`` of the gradients of the loss itself (``sens`` divided out); see
         :func:`grad_norms`."""
@@ -264,6 +286,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
                 layer = layer * self._inv_sens
         return grad_norm, layer
 
+    @ms.jit
     def _record_step(self, loss, layer, grad_norm, lr):
         """Updates the tbms_ Parameters; returns a token to depend on.
 
@@ -279,9 +302,13 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
 
     def _clip_grads(self, grads, grad_norm):
         if self._clip:
-            scale = self._clip_norm / ops.maximum(grad_norm, self._clip_norm)
-            grads = self.hyper_map(ops.partial(_scale_grad, scale), grads)
+            return self._clipped(ms.mutable(grads), grad_norm)
         return grads
+
+    @ms.jit
+    def _clipped(self, grads, grad_norm):
+        scale = self._clip_norm / ops.maximum(grad_norm, self._clip_norm)
+        return self.hyper_map(ops.partial(_scale_grad, scale), grads)
 
     def construct(self, *inputs):
         loss = self.network(*inputs)
@@ -291,8 +318,9 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             sens = ops.fill(loss.dtype, loss.shape, self.sens)
             grads = self.grad(self.network, self.weights)(*inputs, sens)
         grads = self.grad_reducer(grads)
-        lr = self._applied_lr()                  # before the optimizer moves global_step
-        grad_norm, layer = self._grad_norms(grads)
+        # The gradients go in as a mutable tuple: a plain tuple of Tensors reaching a compiled function is taken as
+        # a constant (compiled again for every new value). The LR is read before the optimizer moves global_step.
+        grad_norm, layer, lr = self._norms_and_lr(ms.mutable(grads))
         loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
         return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr))
 
@@ -322,7 +350,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         """
         stats = self.tbms_stats.asnumpy().copy()
         last = self.tbms_last.asnumpy().copy()
-        self.tbms_stats.set_data(Tensor(_empty_stats()))
+        reset_parameter(self.tbms_stats, _empty_stats())
         return stats, last
 
     def layer_grad_norms(self):
@@ -372,8 +400,7 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         grads = self.grad(self.network, self.weights)(*inputs, scaling_sens_filled)
         grads = self.hyper_map(ops.partial(_unscale_grad, scaling_sens), grads)
         grads = self.grad_reducer(grads)
-        lr = self._applied_lr()
-        grad_norm, layer = self._grad_norms(grads)
+        grad_norm, layer, lr = self._norms_and_lr(ms.mutable(grads))
         # Overflow = a non-finite gradient, read off the global norm already computed (works on every device).
         cond = ops.logical_not(ops.isfinite(grad_norm))
         overflow = self.process_loss_scale(cond)
@@ -387,5 +414,5 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
 
     def loss_scale_state(self):
         state = self.tbms_loss_scale.asnumpy().copy()
-        self.tbms_loss_scale.set_data(Tensor(np.array([state[0], 0.0], np.float32)))
+        reset_parameter(self.tbms_loss_scale, np.array([state[0], 0.0], np.float32))
         return float(state[0]), int(state[1])
