@@ -899,15 +899,16 @@ class MsLogdir:
                 for (mf, data), cut in zip(summaries, r.cutoffs(kind)):
                     for tag, (cutoff, by) in cut.items():
                         steps = self._kept_steps(data, kind, tag)
-                        gone = [s for s in steps if s >= cutoff]
-                        if not gone:
+                        gone = steps[steps >= cutoff]
+                        if not gone.size:
                             continue
+                        lo, hi = int(gone.min()), int(gone.max())
                         entry = lost[id(mf)].setdefault(id(by), {"by": os.path.relpath(by.path, self.logdir),
-                                                                "from_step": min(gone), "to_step": max(gone),
+                                                                "from_step": lo, "to_step": hi,
                                                                 "points": 0, "tags": []})
-                        entry["from_step"] = min(entry["from_step"], min(gone))
-                        entry["to_step"] = max(entry["to_step"], max(gone))
-                        entry["points"] += len(gone)
+                        entry["from_step"] = min(entry["from_step"], lo)
+                        entry["to_step"] = max(entry["to_step"], hi)
+                        entry["points"] += int(gone.size)
                         entry["tags"].append(names.get((tag, kind), tag))
             out = []
             for mf, data in r.ordered():
@@ -928,11 +929,12 @@ class MsLogdir:
 
     @staticmethod
     def _kept_steps(data, kind, tag):
+        """The steps of one series of a file, as an int64 array (a copy)."""
         if kind == "scalars":
             series = data.scalars.get(tag)
-            return list(series[0]) if series else []
+            return np.array(series[0], dtype=np.int64) if series else np.zeros(0, dtype=np.int64)
         thinned = data.series[kind].get(tag)
-        return [item[0] for item in thinned.snapshot()] if thinned else []
+        return np.array([item[0] for item in thinned.snapshot()] if thinned else [], dtype=np.int64)
 
     def stats(self, run):
         with self._lock:
