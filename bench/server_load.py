@@ -18,7 +18,8 @@ Per loader (``--load_fast=false``: TensorBoard's Python loader; ``true``: its Ru
 
 * ``health`` of the big run: cold (first call after loading) and warm (median of 5); ``health`` of every run
   (the small runs' first call, then warm); ``scalars_batch`` of the big run's tags, cold and warm;
-* load: ``--clients`` threads for ``--seconds`` s, each looping over a mix of routes (runs, tags, status,
+* load, once every route and every small run's series, health and layers were asked once (the caches filled):
+  ``--clients`` threads for ``--seconds`` s, each looping over a mix of routes (runs, tags, status,
   scalars_batch of the big run and of small runs, scalars, health of every run / the big run / a small run,
   layers), one request at a time, 30 s timeout: requests, errors, p50 / p99 overall and per route;
 * server memory (resident set of ``tensorboard`` plus its data server): after loading, before the load (every
@@ -325,6 +326,21 @@ def request_mix(tags, small_runs):
     ]
 
 
+def warm_up(base, mix, small_runs):
+    """Every route once, and the series and health of every small run: "before" holds what the caches keep, and
+    the load measures the server with its caches filled (the first answers are the cold figures above)."""
+    for _, route, query in mix:
+        get(base, PREFIX + route, query(), timeout=600)
+    small = ["many/run_%03d" % i for i in range(small_runs)]
+    for i in range(0, len(small), 50):
+        get(base, PREFIX + "/scalars_batch", {"run": small[i:i + 50], "tag": SMALL_TAGS, "max_points": 2000},
+            timeout=600)
+    for run in small:
+        for route, query in (("/health", {"run": run}), ("/scalars", {"run": run, "tag": "core/loss"}),
+                             ("/layers", {"run": run, "tag": "debug/update_ratio"})):
+            get(base, PREFIX + route, query, timeout=600)
+
+
 def percentile(values, q):
     if not values:
         return None
@@ -388,8 +404,7 @@ def measure(data, loader, args):
         out["batch_big_total_points"] = body["series"][0]["total_points"]
         out["batch_big_warm_ms"] = [get_json(server.base, "/scalars_batch", q)[0] for _ in range(args.reps)]
         mix = request_mix(tags, args.small_runs)
-        for name, route, query in mix:   # every route once, so "before" holds what the caches keep
-            get(server.base, PREFIX + route, query(), timeout=600)
+        warm_up(server.base, mix, args.small_runs)
         time.sleep(2)
         out["rss_before_mb"] = round(server.rss(), 1)
         lat, errors, rss = run_load(server, args.clients, args.seconds, mix)

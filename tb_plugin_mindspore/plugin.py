@@ -251,7 +251,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         runs = [run] if run else None
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
-        return self._health.report(ctx, eid, runs=runs)
+        return self._health.report_json(ctx, eid, runs=runs)
 
     # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
     def _landscape_reader(self):

@@ -21,7 +21,7 @@ import dataclasses
 import threading
 import time
 
-from ..reading import series_cache
+from ..reading import encode, series_cache
 from . import engine, sources
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -46,7 +46,8 @@ class HealthCache:
     """Health reports over a data provider, cached per run (see the module docstring). Thread-safe."""
 
     def __init__(self, data_provider, logdir=None, config=None, max_bytes=DEFAULT_MAX_BYTES,
-                 max_parallel=DEFAULT_MAX_PARALLEL, clock=time.time, multiplexer=None):
+                 max_parallel=DEFAULT_MAX_PARALLEL, clock=time.time, multiplexer=None,
+                 report_ttl=series_cache.TOKEN_TTL_SECS):
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive, got %r" % (max_bytes,))
         if max_parallel < 1:
@@ -62,6 +63,9 @@ class HealthCache:
         self._flights = series_cache.SingleFlight()
         self._gate = threading.BoundedSemaphore(max_parallel)
         self._data_rules, self._clock_rules = engine.split_rules()
+        # The JSON of a whole answer is reused for as long as the provider listings behind the tokens are: under
+        # load, the tokens and the clock rules of every run are not worked out again for each request.
+        self._answers = series_cache.TtlMemo(ttl=report_ttl)
         self.computed = collections.Counter()   # run -> times it was read and checked
 
     @property
@@ -72,6 +76,11 @@ class HealthCache:
 
     def runs(self, ctx, eid):
         return sources.ProviderListing(self._provider, ctx, eid, self._listings).runs()
+
+    def report_json(self, ctx, eid, runs=None):
+        """:meth:`report` as JSON text (what the route sends), shared by the requests of the same second."""
+        key = (eid, tuple(runs) if runs else None)
+        return self._answers.get(key, lambda: encode.dumps(self.report(ctx, eid, runs)))
 
     def report(self, ctx, eid, runs=None):
         """The findings report (``engine.report``'s shape) of every run, or of the runs in ``runs``."""

@@ -11,7 +11,6 @@
   histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
 """
 
-import json
 import logging
 import math
 import os
@@ -108,7 +107,7 @@ class ProviderListing:
         self.ours, self.landscapes = {}, {}
         for run, tags in listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME).items():
             for tag, ts in tags.items():
-                content = _content(ts.plugin_content)
+                content = series_cache.parsed_content(ts.plugin_content)
                 if content is not None and _rule_reads(content, tag):
                     self.ours.setdefault(run, {})[tag] = (content, ts)
                 elif content is not None and content.get("kind") == metadata.KIND_LANDSCAPE:
@@ -136,25 +135,6 @@ class ProviderListing:
         directory = run_dir(logdir, run)
         files = file_stats(directory) if directory is not None else None
         return (read, frozenset(scalars), ours, self.histograms.get(run, ()), files)
-
-
-_CONTENT_MEMO = {}
-
-
-def _content(raw):
-    """Parsed plugin content, or ``None`` (memoized: listings repeat the same few contents on every request)."""
-    raw = bytes(raw or b"")
-    if raw in _CONTENT_MEMO:
-        return _CONTENT_MEMO[raw]
-    try:
-        content = metadata.parse_content(raw)
-    except (metadata.ContentError, ValueError, RecursionError) as e:
-        logger.warning("health: skipping a series with unreadable plugin content: %s", type(e).__name__)
-        content = None
-    if len(_CONTENT_MEMO) > 4096:
-        _CONTENT_MEMO.clear()
-    _CONTENT_MEMO[raw] = content
-    return content
 
 
 def _rule_reads(content, tag):

@@ -26,21 +26,22 @@ class DataView:
         self._provider = data_provider
         # The provider's listings, shared with the other routes and reused for up to a second (see series_cache).
         self._listings = series_cache.listings_for(data_provider)
+        self._parsed = None   # (listing, {run: {tag: parsed content}})
 
     # -- listing ---------------------------------------------------------------------------------------------------
     def _our_tensors(self, ctx, eid, runs=None):
         """{run: {tag: parsed content}} of our plugin's tensor series (unreadable content is skipped, logged)."""
-        listing = series_cache.only(self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME), runs)
-        out = {}
-        for run, tags in listing.items():
-            for tag, series in tags.items():
-                try:
-                    content = metadata.parse_content(series.plugin_content)
-                except metadata.ContentError as e:
-                    logger.warning("mindspore plugin: skipping %s/%s: %s", run, tag, e)
-                    continue
-                out.setdefault(run, {})[tag] = content
-        return out
+        listing = self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME)
+        derived = self._parsed
+        if derived is None or derived[0] is not listing:   # parsed once per listing (reused for up to a second)
+            out = {}
+            for run, tags in listing.items():
+                for tag, series in tags.items():
+                    content = series_cache.parsed_content(series.plugin_content)
+                    if content is not None:
+                        out.setdefault(run, {})[tag] = content
+            derived = self._parsed = (listing, out)
+        return series_cache.only(derived[1], runs)
 
     def _scalar_listing(self, ctx, eid, runs=None):
         """{run: {tag: last point}}. ``read_last_scalars`` costs one point per series on the Python loader, whereas

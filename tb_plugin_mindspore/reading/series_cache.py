@@ -9,8 +9,13 @@ first). Thread-safe: TensorBoard serves requests from several threads.
 """
 
 import collections
+import logging
 import threading
 from concurrent import futures
+
+from .. import metadata
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 96 * 1024 * 1024
 DEFAULT_MAX_ENTRIES = 4096
@@ -148,12 +153,27 @@ class TtlMemo:
         self._clock = clock or time.monotonic
         self._items = collections.OrderedDict()  # key -> (time, value)
         self._lock = threading.Lock()
+        # When an entry expires under load, the requests that arrive meanwhile wait for one recomputation instead of
+        # all recomputing it at once.
+        self._flights = SingleFlight()
 
-    def get(self, key, compute):
+    def _fresh(self, key):
         with self._lock:
             item = self._items.get(key)
             if item is not None and self._clock() - item[0] < self.ttl:
-                return item[1]
+                return item
+        return None
+
+    def get(self, key, compute):
+        item = self._fresh(key)
+        if item is not None:
+            return item[1]
+        return self._flights.do(key, lambda: self._compute(key, compute))
+
+    def _compute(self, key, compute):
+        item = self._fresh(key)   # stored by the flight that just ended
+        if item is not None:
+            return item[1]
         value = compute()
         with self._lock:
             self._items[key] = (self._clock(), value)
@@ -217,3 +237,28 @@ def only(listing, runs=None, tags=None):
         if picked:
             out[run] = picked
     return out
+
+
+_CONTENTS = {}
+_CONTENTS_MAX = 4096
+
+
+def parsed_content(raw):
+    """``metadata.parse_content(raw)``, remembered by the raw bytes (every listing repeats the same few contents, and
+    parsing them for every tag of every run on each request is a large share of a busy server's time); ``None``
+    for content that cannot be read (logged once). The returned dict is shared: read it, do not change it."""
+    raw = bytes(raw or b"")
+    try:
+        return _CONTENTS[raw]
+    except KeyError:
+        pass
+    try:
+        content = metadata.parse_content(raw)
+    except (metadata.ContentError, ValueError, RecursionError) as e:
+        logger.warning("mindspore plugin: skipping series with unreadable plugin content: %s",
+                       str(e)[:200] if isinstance(e, metadata.ContentError) else type(e).__name__)
+        content = None
+    if len(_CONTENTS) >= _CONTENTS_MAX:
+        _CONTENTS.clear()
+    _CONTENTS[raw] = content
+    return content
