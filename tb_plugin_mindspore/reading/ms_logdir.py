@@ -19,6 +19,7 @@ Usage (the plugin calls ``reload`` from one background thread and the accessors 
                                      # {tag: [(step, wall_time, [[left, right, count], ...]), ...]}
                                      # stats=True adds a 4th item: {"count", "min", "max", "sum", "nan_count",
                                      #  "pos_inf_count", "neg_inf_count"} (TensorBoard's format has no place for them)
+    logdir.histogram_stats(run, tag) # [(step, wall_time, {"count", "min", ..., "neg_inf_count"}), ...] (no buckets)
     logdir.tensors(run, tags=None)   # {tag: [(step, wall_time, numpy array), ...]}
     logdir.images(run, tags=None)    # {tag: [(step, wall_time, {"encoded": bytes, "mime": "image/png",
                                      #  "width", "height", "colorspace"}), ...]}
@@ -836,6 +837,18 @@ class MsLogdir:
                     series.append((step, wall, buckets, numbers) if stats else (step, wall, buckets))
                 except Exception:  # damaged content behind a good checksum: leave the item out
                     continue
+        return out
+
+    def histogram_stats(self, run, tag):
+        """``[(step, wall_time, stats)]`` of one histogram series (``histograms(stats=True)``'s 4th item), without
+        decoding the buckets."""
+        parse = ms_proto.SummaryValue.FromString
+        out = []
+        for step, wall, raw in self._series(run, "histograms", [tag]).get(tag, []):
+            try:
+                out.append((step, wall, ms_files.histogram_stats(parse(raw).histogram)))
+            except Exception:  # damaged content behind a good checksum: leave the item out
+                continue
         return out
 
     def tensors(self, run, tags=None):

@@ -185,10 +185,10 @@ class MsDataProvider(provider.DataProvider):
         series (what TensorBoard's histogram format has no place for), or None when this provider lacks it."""
         if not self.ms.has_run(run):
             return None
-        series = self.ms.histograms(run, tags=[tag], stats=True).get(tag)
+        series = self.ms.histogram_stats(run, tag)
         if not series:
             return None
-        return {int(step): numbers for step, _, _, numbers in series}
+        return {int(step): numbers for step, _, numbers in series}
 
     def list_blob_sequences(self, ctx=None, *, experiment_id, plugin_name, run_tag_filter=None):
         return {}
