@@ -8,6 +8,9 @@ def _pair(value, name):
         return int(value), int(value)
     try:
         a, b = value
+        if isinstance(value, (str, bytes)) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                      for v in (a, b)):
+            raise TypeError
     except (TypeError, ValueError):
         raise ValueError("%s must be an int or a pair of ints, got %r" % (name, value))
     return int(a), int(b)

@@ -322,3 +322,63 @@ def test_ctrl_c_in_the_callback_writes_the_finished_part_and_stops_training(tmp_
     assert cb._writer is None          # closed, so the partial landscape is on disk
     rec = read_landscapes(tmp_path)["landscape/random"]
     assert [s for s, _ in rec] == [4] and rec[0][1]["metadata"]["points_done"] == 8
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every setting is checked at construction (a typo must not cost an epoch of training).
+
+XY = (np.zeros((4, 3), np.float32), np.zeros((4, 1), np.float32))
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"norm": "filtre"}, ValueError, "norm must be one of filter, layer, none, got 'filtre'"),
+    ({"bias_bn": "exclude"}, ValueError, "bias_bn must be one of ignore, include, got 'exclude'"),
+    ({"extent": 0}, ValueError, "extent must be a number, (ex, ey) or (xmin, xmax, ymin, ymax) with min < max, got 0"),
+    ({"extent": "wide"}, ValueError, "extent must be a number, (ex, ey) or (xmin, xmax, ymin, ymax), got 'wide'"),
+    ({"extent": (1, 2, 3)}, ValueError, "extent must be a number, (ex, ey) or (xmin, xmax, ymin, ymax) with min"),
+    ({"pca_extent": "big"}, ValueError, 'pca_extent must be a number, (ex, ey) or (xmin, xmax, ymin, ymax) or "auto"'),
+    ({"grid": 1}, ValueError, "grid must be 2..1024 points per axis, got 1"),
+    ({"grid": "21"}, ValueError, "grid must be an int or a pair of ints, got '21'"),
+    ({"seed": -1}, ValueError, "seed must be an int >= 0, got -1"),
+    ({"alphas": [0.5]}, ValueError, "alphas must be a 1-D sequence of at least 2 finite numbers, got [0.5]"),
+    ({"num_samples": 0}, ValueError, "num_samples must be None or an int >= 1, got 0"),
+    ({"num_batches": 2.5}, ValueError, "num_batches must be None or an int >= 1, got 2.5"),
+    ({"eval_batch_size": True}, ValueError, "eval_batch_size must be None or an int >= 1, got True"),
+    ({"log": "stdout"}, TypeError, "log must be None or a callable, got str"),
+    ({"on_point": 3}, TypeError, "on_point must be None or a callable, got int"),
+    ({"progress": "yes"}, ValueError, "progress must be True or False, got 'yes'"),
+    ({"grd": 21}, TypeError, "unknown landscape setting(s): grd (known: grid, extent"),
+    ({"methods": ("random", "pcaa")}, ValueError, "methods must be a non-empty subset of random, pca, interpolation"),
+    ({"every_epochs": 0}, ValueError, "every_epochs must be None or an int >= 1, got 0"),
+    ({"at_end": False}, ValueError, "every_epochs=None with at_end=False would never compute a landscape"),
+    ({"max_snapshots": 2}, ValueError, "max_snapshots must be an int >= 3, got 2"),
+    ({"snapshot_every": 0}, ValueError, "stride must be an int >= 1, got 0"),
+    ({"tag_prefix": ""}, ValueError, "tag_prefix must be a non-empty string, got ''"),
+    ({"loss_network": "net"}, TypeError, "loss_network must be a mindspore.nn.Cell, got str"),
+    ({"eval_data": {"x": 1}}, TypeError, "eval_data must be a MindSpore dataset, a tuple of numpy column arrays"),
+    ({"settings": {"grid": 5}}, TypeError, "settings must be a LandscapeSettings, got dict"),
+])
+def test_callback_rejects_bad_settings_at_construction(tmp_path, kwargs, error, message):
+    kwargs = dict(kwargs)
+    eval_data = kwargs.pop("eval_data", XY)
+    with pytest.raises(error) as info:
+        LandscapeCallback(str(tmp_path), eval_data, **kwargs)
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)
+    assert not any(tmp_path.iterdir())   # nothing written
+
+
+def test_settings_object_is_shared_and_keywords_replace_its_fields(tmp_path):
+    from tb_mindspore_callbacks.landscape import LandscapeSettings
+
+    base = LandscapeSettings(grid=(5, 3), norm="layer", log=None, progress=False)
+    cb = LandscapeCallback(str(tmp_path), XY, settings=base, seed=3)
+    assert (cb.settings.grid, cb.settings.norm, cb.settings.seed) == ((5, 3), "layer", 3)
+    assert base.seed == 0   # frozen: the shared object is not changed
+    net, x, y = regression()
+    with pytest.raises(ValueError, match="norm must be one of filter, layer, none, got 'l2'"):
+        compute_landscape(nn.WithLossCell(net, nn.MSELoss()), (x, y), norm="l2", **QUIET)
+    with pytest.raises(ValueError, match="method must be one of random, pca, interpolation, got 'hessian'"):
+        compute_landscape(nn.WithLossCell(net, nn.MSELoss()), (x, y), method="hessian", **QUIET)
+    result = compute_landscape(nn.WithLossCell(net, nn.MSELoss()), (x, y), settings=base, **QUIET)
+    assert result.z.shape == (3, 5) and result.record["metadata"]["normalization"] == "layer"
