@@ -46,7 +46,8 @@ from . import records
 from .reading import logdir_status, ms_files, ms_lineage, ms_logdir
 
 STATE_NAME = ".tb-mindspore-convert.json"
-STATE_VERSION = 1
+# 2: files ordered and superseded per run, tags named per kind; outputs of version 1 are converted again.
+STATE_VERSION = 2
 # MindSpore Summary.Value field -> the reader's kind names (ms_logdir.KINDS).
 VALUE_KINDS = {"scalar_value": "scalars", "histogram": "histograms", "tensor": "tensors", "image": "images",
                "loss_landscape": "landscapes"}
@@ -454,6 +455,13 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     state_path = os.path.join(out, STATE_NAME)
     state = _load_state(state_path)
     files_state = state["files"]
+    if state.get("version", 1) < STATE_VERSION:
+        # Written before re-runs were superseded and kinds named apart: convert everything again.
+        for entry in files_state.values():
+            if isinstance(entry, dict):
+                entry.update(offset=0, output_size=0)
+                entry.pop("lineage", None)
+        state["version"] = STATE_VERSION
 
     unreadable, skipped = [], []
     plan = []

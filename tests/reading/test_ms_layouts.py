@@ -156,6 +156,16 @@ def test_convert_converts_an_earlier_file_again_when_a_later_one_supersedes_it(t
                                                                             + exp["second"]["loss"])
     again = conv.convert(str(logdir), out=str(out), progress=False)
     assert again["events"] == 0
+    # An output written by the first version of the converter (interleaved re-runs) is converted again.
+    state_path = out / conv.STATE_NAME
+    state = json.loads(state_path.read_text())
+    state["version"] = 1
+    state_path.write_text(json.dumps(state))
+    again = conv.convert(str(logdir), out=str(out), progress=False)
+    assert again["values"]["scalars"] == 5 + 10 + 10 and json.loads(state_path.read_text())["version"] == conv.STATE_VERSION
+    acc = ea.EventAccumulator(str(out / "resume"), size_guidance=GUIDANCE, purge_orphaned_data=False)
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss")] == list(range(1, 16))
 
 
 # -- histograms: NaN / Inf counts, constant tensors ---------------------------------------------------------------
