@@ -17,7 +17,7 @@ from werkzeug import wrappers
 
 from . import metadata
 from .health import cache as health_cache
-from .reading import batch, downsample, histograms, layers, logdir_status, ms_provider, page_contract, provider
+from .reading import batch, downsample, encode, histograms, layers, logdir_status, ms_provider, page_contract, provider
 from .reading import series_cache
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,10 @@ def json_route(handler):
     @wrappers.Request.application
     def app(self, request):
         try:
-            return http_util.Respond(request, handler(self, request), _JSON)
+            body = handler(self, request)
+            if isinstance(body, encode.Gzipped):   # compressed once, sent as is (unpacked for clients without gzip)
+                return http_util.Respond(request, body.data, _JSON, content_encoding="gzip")
+            return http_util.Respond(request, body, _JSON)
         except errors.PublicError as e:
             return _respond_error(request, e.http_code, str(e))
         except Exception as e:  # never a traceback page; the server keeps running

@@ -78,9 +78,10 @@ class HealthCache:
         return sources.ProviderListing(self._provider, ctx, eid, self._listings).runs()
 
     def report_json(self, ctx, eid, runs=None):
-        """:meth:`report` as JSON text (what the route sends), shared by the requests of the same second."""
+        """:meth:`report` as gzipped JSON (``encode.Gzipped``, what the route sends), shared by the requests of the
+        same second."""
         key = (eid, tuple(runs) if runs else None)
-        return self._answers.get(key, lambda: encode.dumps(self.report(ctx, eid, runs)))
+        return self._answers.get(key, lambda: encode.Gzipped(encode.dumps(self.report(ctx, eid, runs))))
 
     def report(self, ctx, eid, runs=None):
         """The findings report (``engine.report``'s shape) of every run, or of the runs in ``runs``."""

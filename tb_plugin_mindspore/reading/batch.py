@@ -28,10 +28,12 @@ class ScalarsBatch:
         self._multiplexer = multiplexer   # the Python loader's (None under --load_fast): read directly
         self._listings = series_cache.listings_for(data_provider)
         self._flights = series_cache.SingleFlight()
+        self._answers = series_cache.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
 
     def read(self, ctx, eid, runs, tags, max_points):
-        """JSON text ``{"series": [scalars answer, ...], "missing": [[run, tag], ...]}`` for every (run, tag) pair
-        of ``runs`` x ``tags``, in that order; pairs without data are listed in ``missing``."""
+        """``encode.Gzipped`` JSON ``{"series": [scalars answer, ...], "missing": [[run, tag], ...]}`` for every
+        (run, tag) pair of ``runs`` x ``tags``, in that order; pairs without data are listed in ``missing``. The
+        compressed answer is kept too, while every series in it is unchanged (a page refreshing the same charts)."""
         runs = list(dict.fromkeys(runs))
         tags = list(dict.fromkeys(tags))
         if not runs or not tags:
@@ -40,26 +42,42 @@ class ScalarsBatch:
             raise errors.InvalidArgumentError(
                 "scalars_batch takes at most %d runs, %d tags and %d pairs per request" % (MAX_RUNS, MAX_TAGS, MAX_PAIRS)
             )
+        tokens = self._tokens(ctx, eid, runs, tags, max_points)
+        key = ("batch", tuple(runs), tuple(tags), max_points)
+        token = tuple(tokens[(r, t)][1] if (r, t) in tokens else None for r in runs for t in tags)
+        answer = self._answers.get(key, token)
+        if answer is None:
+            answer = encode.Gzipped(self._text(ctx, eid, runs, tags, max_points, tokens))
+            self._answers.put(key, token, answer, size=len(answer))
+        return answer
+
+    def _tokens(self, ctx, eid, runs, tags, max_points):
+        """``{(run, tag): (cache key, freshness token, has an interval band)}`` of the pairs that have data."""
         last = self._listings.last_scalars(ctx, eid)
         ilisting = self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME)
-        texts = {}
-        todo = {}  # run -> [tag]
         tokens = {}
-        missing = []
         for run in runs:
             for tag in tags:
                 datum = last.get(run, {}).get(tag)
                 if datum is None:
-                    missing.append([run, tag])
                     continue
                 iseries = ilisting.get(run, {}).get(metadata.interval_tag(tag))
                 itoken = (iseries.max_step, iseries.max_wall_time) if iseries is not None else None
-                token = (datum.step, datum.wall_time, itoken)
-                key = ("scalars", run, tag, max_points)
+                tokens[(run, tag)] = (("scalars", run, tag, max_points), (datum.step, datum.wall_time, itoken),
+                                      itoken is not None)
+        return tokens
+
+    def _text(self, ctx, eid, runs, tags, max_points, tokens):
+        texts, todo, missing = {}, {}, []  # todo: run -> [tag]
+        for run in runs:
+            for tag in tags:
+                if (run, tag) not in tokens:
+                    missing.append([run, tag])
+                    continue
+                key, token, _ = tokens[(run, tag)]
                 text = self._cache.get(key, token)
                 if text is None:
                     todo.setdefault(run, []).append(tag)
-                    tokens[(run, tag)] = (key, token, itoken is not None)
                 else:
                     texts[(run, tag)] = text
         for run, run_tags in todo.items():

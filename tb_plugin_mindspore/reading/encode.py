@@ -5,6 +5,8 @@
   without its per-element Python walk over the whole structure).
 * :func:`dumps` is ``json.dumps`` for data already made JSON-safe: the routes that send large answers build their
   JSON text once and cache it, so TensorBoard's ``Respond`` gets a string and only compresses it.
+* :class:`Gzipped`: JSON text compressed once, for answers sent many times unchanged (compressing is otherwise the
+  largest cost of a busy server's cached answers); the plugin sends it as it is to clients that accept gzip.
 * :func:`bf16_planes_b64` packs a float matrix into 2 bytes per value (bfloat16, see below), base64.
 
 The bfloat16 block (``"encoding": "bf16-planes"``)
@@ -115,3 +117,19 @@ def decode_bf16_planes_b64(text, shape, missing_bits=0x7FFF):
     n = raw.size // 2
     bits = (raw[:n].astype(np.uint16) << 8) | raw[n:].astype(np.uint16)
     return from_bf16_bits(bits).reshape(shape), (bits == missing_bits).reshape(shape)
+
+
+class Gzipped:
+    """JSON text compressed once (``data``: gzip bytes; ``text_bytes``: the size before compression)."""
+
+    __slots__ = ("data", "text_bytes")
+
+    def __init__(self, text, level=6):
+        import gzip
+
+        raw = text.encode("utf-8")
+        self.text_bytes = len(raw)
+        self.data = gzip.compress(raw, compresslevel=level, mtime=0)
+
+    def __len__(self):
+        return len(self.data)
