@@ -379,6 +379,12 @@ def _ms_holds(reader, run, tags):
     if hparams:
         metrics = ["%s=%s" % (k.split("/", 1)[1], hparams[k]) for k in sorted(hparams) if k.startswith("metric/")]
         parts.append("MindSpore lineage" + (" (evaluation metrics %s)" % ", ".join(metrics[:6]) if metrics else ""))
+    try:
+        graphs = int(reader.stats(run).get("graphs", 0))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        graphs = 0
+    if graphs:
+        parts.append("the computational graph")
     return ", ".join(parts)
 
 
