@@ -88,6 +88,11 @@ export function fetchStatus(opts) {
   return getJson("status", null, opts);
 }
 
+/** The page's part of the data contract (tier titles, tag order, expected series, axes, thresholds). */
+export function fetchContract(opts) {
+  return getJson("contract", null, opts);
+}
+
 export function fetchTags(run, opts) {
   return getJson("tags", run === undefined ? null : { run }, opts).then(normalizeTags);
 }
@@ -100,11 +105,9 @@ export function fetchScalars(run, tag, maxPoints = DEFAULT_MAX_POINTS, opts) {
   return getJson("scalars", { run, tag, max_points: maxPoints }, opts).then(normalizeScalars);
 }
 
-const DEFAULT_TIERS = ["core", "diagnostic", "debug", "other"];
-
 /** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval, family, layers, source}]}}}, every field present. */
 export function normalizeTags(body) {
-  const tiers = Array.isArray(body && body.tiers) && body.tiers.length ? body.tiers.map(String) : DEFAULT_TIERS;
+  const tiers = Array.isArray(body && body.tiers) ? body.tiers.map(String) : [];
   const runs = {};
   const rawRuns = (body && body.runs) || {};
   for (const run of Object.keys(rawRuns)) {
@@ -128,7 +131,13 @@ export function normalizeTags(body) {
   return { tiers, runs };
 }
 
-/** Scalars response with numbers decoded: points [[step, wall_time, value]], interval rows or null. */
+/** The interval statistics of a scalar by name: one {step, min, mean, max, count, nonfinite} per recorded point
+ * (the rows of the route, in the order of the plugin's INTERVAL_FIELDS after the step). */
+export function decodeInterval(rows) {
+  return decodeRows(rows).map(([step, min, mean, max, count, nonfinite]) => ({ step, min, mean, max, count, nonfinite }));
+}
+
+/** Scalars response with numbers decoded: points [[step, wall_time, value]], named interval rows or null. */
 export function normalizeScalars(body) {
   return {
     run: String(body.run),
@@ -138,7 +147,7 @@ export function normalizeScalars(body) {
     total_points: Number(body.total_points) || 0,
     downsampled: Boolean(body.downsampled),
     points: decodeRows(body.points),
-    interval: body.interval ? decodeRows(body.interval) : null,
+    interval: body.interval ? decodeInterval(body.interval) : null,
   };
 }
 

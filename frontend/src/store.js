@@ -183,16 +183,8 @@ export class SeriesStore {
           }
         },
         (error) => {
-          // A server without the batch route (an older plugin): fall back to one request per series.
-          const noRoute = error && error.status === 404;
-          if (noRoute) this.batchFetcher = null;
           for (const run of runs) {
-            for (const tag of tags) {
-              for (const p of waiting.get(SeriesStore.key(run, tag)) || []) {
-                if (noRoute) this.schedule(() => this.fetcher(run, tag, this.maxPoints)).then(p.resolve, p.reject);
-                else p.reject(error);
-              }
-            }
+            for (const tag of tags) for (const p of waiting.get(SeriesStore.key(run, tag)) || []) p.reject(error);
           }
         },
       );

@@ -5,7 +5,8 @@ import { test } from "node:test";
 import { decodeNumber, decodeRows, normalizeScalars, parseJson, buildUrl } from "../src/api.js";
 import { RunColors, PALETTE, withAlpha } from "../src/colors.js";
 import { emaSmooth } from "../src/chart/smoothing.js";
-import { joinTables, nearestIndex, prepareSeries } from "../src/chart/series.js";
+import { nearestIndex, prepareSeries } from "../src/chart/series.js";
+import uPlot from "uplot";
 import { seriesToCsv, seriesToJson, downloadName } from "../src/chart/download.js";
 import { formatValue, formatDuration, formatStep } from "../src/chart/format.js";
 import { compileFilter } from "../src/views/runSelector.js";
@@ -67,10 +68,11 @@ test("series: x by axis, non-finite markers, log axis drops values <= 0", () => 
   assert.deepEqual(rel.band.xs, [0]);
 });
 
-test("joinTables aligns series on the union of x", () => {
-  const j = joinTables([{ xs: [1, 3], cols: [[10, 30]] }, { xs: [2, 3], cols: [[20, 31], [0, 1]] }]);
-  assert.deepEqual(j.x, [1, 2, 3]);
-  assert.deepEqual(j.cols, [[10, null, 30], [null, 20, 31], [null, 0, 1]]);
+test("uPlot.join aligns the runs' tables on the union of x as the charts pass them", () => {
+  const j = uPlot.join([[[1, 3], [10, null]], [[2, 3], [20, 31], [0, 1]]]);
+  assert.deepEqual(j[0], [1, 2, 3]);
+  // a recorded gap (null, e.g. NaN) stays null; an x another run lacks is undefined (spanned)
+  assert.deepEqual(j.slice(1), [[10, undefined, null], [undefined, 20, 31], [undefined, 0, 1]]);
   assert.equal(nearestIndex([1, 5, 10], 6), 1);
   assert.equal(nearestIndex([1, 5, 10], 100), 2);
   assert.equal(nearestIndex([], 1), -1);
@@ -120,7 +122,7 @@ import { SeriesStore, planBatches } from "../src/store.js";
 import { SPECIAL, makeScale } from "../src/chart/colorScale.js";
 import { aggregateRow, buildTree, compareNames, layerStats, treeDepth, visibleRows } from "../src/chart/layerTree.js";
 import { prepareBands } from "../src/chart/bandsChart.js";
-import { partialHint } from "../src/views/dashboard.js";
+
 
 function bf16Block(values, missingIdx = []) {
   // float32 -> bfloat16 (truncation is enough for these exact values), planes, base64
@@ -197,24 +199,21 @@ test("the store merges the requests of one turn into one batch", async () => {
   assert.equal(calls.length, 2); // cached
 });
 
-test("the store falls back to single requests when the server has no batch route", async () => {
-  let singles = 0;
+test("a failed batch request fails every series it asked for, and the next get asks again", async () => {
+  let calls = 0;
   const store = new SeriesStore({
-    batchFetcher: async () => {
-      const e = new Error("no route");
-      e.status = 404;
-      throw e;
+    batchFetcher: async (runs, tags) => {
+      calls += 1;
+      if (calls === 1) throw new Error("server down");
+      return { series: runs.flatMap((run) => tags.map((tag) => ({ run, tag, points: [] }))), missing: [] };
     },
-    fetcher: async (run, tag) => {
-      singles += 1;
-      return { run, tag, points: [] };
-    },
+    fetcher: async () => assert.fail("single fetch not expected"),
   });
-  const [a, b] = await Promise.all([store.get("a", "t"), store.get("b", "t")]);
-  assert.equal(a.run, "a");
-  assert.equal(b.run, "b");
-  assert.equal(singles, 2);
-  assert.equal(store.batchFetcher, null);
+  const got = await Promise.allSettled([store.get("a", "t"), store.get("b", "t")]);
+  assert.deepEqual(got.map((g) => g.status), ["rejected", "rejected"]);
+  assert.equal(got[0].reason.message, "server down");
+  assert.equal((await store.get("a", "t")).run, "a");
+  assert.equal(calls, 2);
 });
 
 test("ratio color scale: diverging around 1e-3 with special colors", () => {
@@ -263,14 +262,15 @@ test("module-path tree: groups, compression, natural order, depth", () => {
 test("layer statistics, marks and sorting by mean", () => {
   // 4 layers x 3 steps: healthy, slow, fast, frozen
   const v = new Float32Array([1e-3, 1e-3, 1e-3, 1e-6, 1e-6, 1e-6, 0.5, 0.5, 0.5, 0, 0, 0]);
-  const stats = layerStats(v, null, 4, 3, "ratio");
+  const stats = layerStats(v, null, 4, 3, "ratio", { slow: -4, fast: -1 });
   assert.deepEqual(stats.map((s) => s.mark), [null, "slow", "fast", "frozen"]);
   assert.ok(Math.abs(stats[0].mean - 1e-3) < 1e-9);
   const names = ["a", "b", "c", "d"];
   const tree = buildTree(names);
   assert.deepEqual(visibleRows(tree, { names, stats, sort: "mean-desc" }).map((r) => r.label), ["c", "a", "b", "d"]);
   assert.deepEqual(visibleRows(tree, { names, stats, sort: "mean-asc" }).map((r) => r.label), ["d", "b", "a", "c"]);
-  const withNan = layerStats(new Float32Array([1e-3, NaN]), null, 1, 2, "ratio");
+  const withNan = layerStats(new Float32Array([1e-3, NaN]), null, 1, 2, "ratio", { slow: -4, fast: -1 });
+  assert.deepEqual(layerStats(v, null, 4, 3, "ratio", { slow: -7, fast: 0 }).map((s) => s.mark), [null, null, null, "frozen"]);
   assert.equal(withNan[0].mark, "nonfinite");
 });
 
@@ -290,12 +290,7 @@ test("distribution bands from histogram rows", () => {
   assert.equal(prep.qs[8][0], null);
 });
 
-test("partial tiers name the TrainMonitor option that records what is missing", () => {
-  assert.equal(partialHint("debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms. Add them with TrainMonitor(debug=["layer_grad_norm", "activations"]).');
-  assert.equal(partialHint("debug", []), null);
-  assert.equal(partialHint("diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
-  assert.match(partialHint("diagnostic", ["diagnostic/layer_weight_norm"]), /eval_dataset/);
-});
+
 
 // ---- heatmap step band (a health finding on a per-layer tag) ----
 import { columnRange } from "../src/chart/layerTree.js";

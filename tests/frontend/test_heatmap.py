@@ -96,6 +96,15 @@ def test_heatmap_draws_and_hover_shows_the_cell(page, heatmap_server):
         [PANEL, row_index(frame, "head.weight")],
     )
     assert head[0] > 100 and head[1] < 60 and head[2] < 60, head
+    # axis titles, and step ticks from the first to the last step, each label whole inside its map
+    hm = PANEL + " [data-testid=heatmap]"
+    assert frame.text_content(hm + " [data-testid=heatmap-x-title]") == "step"
+    assert frame.text_content(PANEL + " [data-testid=heatmap-y-title]").startswith("layer (")
+    ticks = frame.eval_on_selector_all(hm + ":first-of-type [data-testid=heatmap-tick]", """(ts) => ts.map((t) => {
+        const r = t.getBoundingClientRect(), m = t.closest('[data-testid=heatmap]').getBoundingClientRect();
+        return [t.dataset.step, r.left >= m.left - 0.5 && r.right <= m.right + 0.5]; })""")
+    assert ticks[0][0] == "1" and ticks[-1][0] == str(STEPS) and len(ticks) >= 3, ticks
+    assert all(inside for _, inside in ticks), ticks
     screenshot(page, "heatmap-update-ratio.png")
     assert_same_origin(page, base)
     assert page.console_errors == [], page.console_errors

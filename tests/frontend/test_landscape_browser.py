@@ -119,6 +119,10 @@ def test_contour_and_surface_with_the_training_path(page, landscape_server):
     share, at_start, _ = gl_pixels(gl, surface["pathStart"])
     assert share > 0.05, share
     assert close(at_start, "#00c853"), at_start
+    # both axis names sit outside the box the surface is drawn in; the legend lists the markers drawn
+    assert surface["axisLabelsClear"] == "2", surface
+    legend = panel.query_selector("[data-testid=landscape-legend]")
+    assert legend.get_attribute("data-markers") == "start,end,minimum"
     section.scroll_into_view_if_needed()
     screenshot(page, "landscape_pca.png")
 

@@ -6,10 +6,9 @@ import uPlot from "uplot";
 import { withAlpha } from "../colors.js";
 import { el, clear } from "../dom.js";
 import { formatDuration, formatStep, formatValue, formatWallTime } from "./format.js";
-import { joinTables, nearestIndex } from "./series.js";
+import { axisStyle, X_UNITS } from "./lineChart.js";
+import { nearestIndex } from "./series.js";
 
-const FONT = '11px Roboto, "Helvetica Neue", Arial, sans-serif';
-const AXIS = { stroke: "#616161", font: FONT, grid: { stroke: "#eeeeee", width: 1 }, ticks: { stroke: "#e0e0e0", width: 1 } };
 // Quantile column pairs (indices into q0..q8) of the bands, outermost first, and their opacity.
 const BANDS = [
   [0, 8, 0.1],
@@ -67,9 +66,8 @@ export class BandsChart {
   update(runs, opts) {
     this.opts = { ...opts };
     this.entries = runs.map((r) => ({ run: r.run, color: r.color, prep: prepareBands(r.data, opts.xAxis) }));
-    const tables = this.entries.map((e) => ({ xs: e.prep.xs, cols: e.prep.qs }));
-    const joined = joinTables(tables);
-    const data = [joined.x, ...joined.cols];
+    const tables = this.entries.map((e) => [e.prep.xs, ...e.prep.qs]);
+    const data = tables.length ? uPlot.join(tables) : [[]];
     const series = [{ label: "x" }];
     const bands = [];
     this.entries.forEach((e, i) => {
@@ -102,8 +100,8 @@ export class BandsChart {
         padding: [12, 12, 0, 0],
         scales: { x: { time: opts.xAxis === "wall" } },
         axes: [
-          { ...AXIS, ...(xValues ? { values: xValues } : {}) },
-          { ...AXIS, size: 60, values: (u, splits) => splits.map((v) => (v === null ? "" : formatValue(v))) },
+          { ...axisStyle(), label: X_UNITS[opts.xAxis] || "x", labelSize: 18, labelGap: 0, ...(xValues ? { values: xValues } : {}) },
+          { ...axisStyle(), size: 60, label: "value", labelSize: 16, labelGap: 0, values: (u, splits) => splits.map((v) => (v === null ? "" : formatValue(v))) },
         ],
         cursor: { drag: { x: true, y: false, setScale: true }, points: { show: false } },
         series,

@@ -2,16 +2,14 @@
 // non-finite (NaN / ±Inf), zero on a log scale (for an update ratio: the weight did not change), or missing (no value
 // recorded: transparent). Colors are packed RGBA in a Uint32Array for ImageData (little-endian byte order).
 //
-// * "ratio": update ratio ||Δw|| / ||w||, log10 on a diverging scale centred at 1e-3 (the usual rule of thumb for a
-//   healthy step), from 1e-5 (blue: too slow) to 1e-1 (red: too fast); beyond that the end colors.
+// * "ratio": update ratio ||Δw|| / ||w||, log10 on a diverging scale centred at the healthy value the server's
+//   contract names (1e-3, the usual rule of thumb), two decades each way (blue: slower, red: faster); beyond that
+//   the end colors.
 // * "log": positive values (norms), log10 on a sequential scale over the data's range (robust percentiles).
 // * "linear": values of any sign, sequential over the data's range.
 
-export const RATIO_CENTER = -3;
-export const RATIO_DOMAIN = [-5, -1];
-// Thresholds of the marks (log10): below SLOW a layer is not learning, above FAST it moves too fast.
-export const RATIO_SLOW = -4;
-export const RATIO_FAST = -1;
+// Decades each side of the centre that the diverging ratio scale spans.
+export const RATIO_HALF_SPAN = 2;
 
 export const SPECIAL = { nonfinite: 256, zero: 257, missing: 258 };
 export const SPECIAL_COLORS = { nonfinite: "#ff00ff", zero: "#9e9e9e", missing: "rgba(0,0,0,0)" };
@@ -92,17 +90,18 @@ const identity = (v) => v;
 /**
  * @param {"ratio"|"log"|"linear"} kind
  * @param {Float32Array[]} arrays  the values the scale must cover (for "log" and "linear")
+ * @param {{center?: number}} options  log10 of the healthy update ratio (the "ratio" scale's centre)
  * @returns {{kind, lo, hi, center, lut, index(v): number, transform(v): number, ticks: {value, label}[]}}
  */
-export function makeScale(kind, arrays = []) {
+export function makeScale(kind, arrays = [], { center: ratioCenter = -3 } = {}) {
   const isLog = kind === "ratio" || kind === "log";
   const transform = isLog ? log10Pos : identity;
   let lo;
   let hi;
   let center = null;
   if (kind === "ratio") {
-    [lo, hi] = RATIO_DOMAIN;
-    center = RATIO_CENTER;
+    center = ratioCenter;
+    [lo, hi] = [center - RATIO_HALF_SPAN, center + RATIO_HALF_SPAN];
   } else {
     [lo, hi] = robustRange(arrays, transform);
   }

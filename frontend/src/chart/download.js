@@ -34,7 +34,7 @@ export function seriesToJson(data) {
     })),
   };
   if (data.interval) {
-    body.interval = data.interval.map(([step, min, mean, max, count, nonfinite]) => ({
+    body.interval = data.interval.map(({ step, min, mean, max, count, nonfinite }) => ({
       step: encodeNumber(step),
       min: encodeNumber(min),
       mean: encodeNumber(mean),

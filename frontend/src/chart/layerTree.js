@@ -2,7 +2,6 @@
 // per-layer statistics, marks, and the list of rows to draw for a given expansion, sort and search.
 // Pure functions (unit tested without a browser).
 
-import { RATIO_FAST, RATIO_SLOW } from "./colorScale.js";
 
 export function splitPath(name) {
   const parts = String(name).split(/[./]/).filter((p) => p !== "");
@@ -69,10 +68,11 @@ function mean(values) {
 
 /**
  * Statistics of every layer (row) of a matrix: count of recorded values, finite ones, zeros, non-finite,
- * mean (of log10 for log scales: a geometric mean; zeros count as 1e-12) and the mark.
+ * mean (of log10 for log scales: a geometric mean; zeros count as 1e-12) and the mark. ``marks`` holds the log10
+ * thresholds of the "slow" and "fast" marks of an update ratio (from the server's contract).
  * @returns {{count, finite, zeros, nonfinite, meanT: number, mean: number, mark: string|null}[]}
  */
-export function layerStats(values, missing, rows, cols, scale) {
+export function layerStats(values, missing, rows, cols, scale, marks = null) {
   const isLog = scale === "ratio" || scale === "log";
   const out = [];
   for (let r = 0; r < rows; r++) {
@@ -104,8 +104,8 @@ export function layerStats(values, missing, rows, cols, scale) {
     let mark = null;
     if (scale === "ratio" && finite) {
       if (zeros === finite) mark = "frozen";
-      else if (meanT < RATIO_SLOW) mark = "slow";
-      else if (meanT > RATIO_FAST) mark = "fast";
+      else if (marks && meanT < marks.slow) mark = "slow";
+      else if (marks && meanT > marks.fast) mark = "fast";
     }
     if (!mark && nonfinite) mark = "nonfinite";
     out.push({ count, finite, zeros, nonfinite, meanT, mean: finite ? meanV : NaN, mark });
@@ -251,4 +251,39 @@ export function columnRange(steps, from, to) {
   const first = firstAtOrAfter(from);
   if (first === n) return null;
   return [first, Math.min(firstAtOrAfter(to), n - 1)];
+}
+
+/**
+ * Step ticks of a heatmap's x axis: round steps (1, 2 or 5 x 10^k apart) at least ``minGap`` pixels apart, each at
+ * the column that holds it; the first and last recorded steps are labelled too, aligned inward so no label is cut.
+ * @param {number[]} steps  the step of every column, ascending
+ * @returns {{col: number, step: number, x: number, align: "start"|"middle"|"end"}[]}
+ */
+export function stepTicks(steps, width, minGap = 70) {
+  const n = steps.length;
+  if (!n || !(width > 0)) return [];
+  const xOf = (col) => ((col + 0.5) / n) * width;
+  const first = steps[0];
+  const last = steps[n - 1];
+  const ends = [{ col: 0, step: first, x: xOf(0), align: "start" }];
+  if (n === 1) return ends;
+  ends.push({ col: n - 1, step: last, x: xOf(n - 1), align: "end" });
+  const span = last - first;
+  const wanted = Math.max(1, Math.floor(width / minGap));
+  let incr = 1;
+  for (let p = 1; p <= 1e15 && span / incr > wanted; p *= 10) {
+    for (const m of [1, 2, 5]) {
+      incr = m * p;
+      if (span / incr <= wanted) break;
+    }
+  }
+  const inner = [];
+  let col = 0;
+  for (let s = Math.ceil(first / incr) * incr; s <= last; s += incr) {
+    while (col < n - 1 && steps[col + 1] <= s) col += 1;
+    const x = xOf(col);
+    if (x - ends[0].x < minGap * 0.8 || ends[1].x - x < minGap * 0.8) continue;
+    inner.push({ col, step: steps[col], x, align: "middle" });
+  }
+  return [ends[0], ...inner, ends[1]];
 }

@@ -1,5 +1,9 @@
-// One line chart (uPlot) with several runs: raw line (faint when smoothed), smoothed line, optional min/max band,
-// markers for non-finite steps, a tooltip with run / step / value / time, drag to zoom (double click resets).
+// One line chart (uPlot) with several runs: raw line, smoothed line, optional min/max band, markers for non-finite
+// steps, axis titles with units, a tooltip with run / value / step / time and the interval's min / mean / max /
+// count, drag to zoom (double click resets). Smoothing never hides the record: a series of fewer than
+// SMOOTH_MIN_POINTS points keeps its raw line bold and draws the smoothed one faint (an EMA over a few points lags
+// and flattens: on a sparse chart it read 5.5x the recorded value and moved a warm-up peak); a dense series is drawn
+// as TensorBoard does (smoothed bold, raw faint).
 // update() keeps the zoom when only the data changed (live refresh); a change of runs or axes rebuilds the plot and
 // puts the zoomed x range back when the axis kind is the same.
 
@@ -7,10 +11,27 @@ import uPlot from "uplot";
 import { withAlpha } from "../colors.js";
 import { el, clear } from "../dom.js";
 import { formatDuration, formatStep, formatValue, formatWallTime, X_AXIS_LABELS } from "./format.js";
-import { joinTables, nearestIndex, prepareSeries } from "./series.js";
+import { axisTitle } from "../contract.js";
+import { themeColor } from "../theme.js";
+import { nearestIndex, prepareSeries } from "./series.js";
 
 const FONT = '11px Roboto, "Helvetica Neue", Arial, sans-serif';
-const AXIS = { stroke: "#616161", font: FONT, grid: { stroke: "#eeeeee", width: 1 }, ticks: { stroke: "#e0e0e0", width: 1 } };
+/** Axis colors of the current theme (CSS custom properties of the page). */
+export function axisStyle() {
+  return {
+    stroke: themeColor("--ms-muted", "#616161"),
+    font: FONT,
+    labelFont: FONT,
+    grid: { stroke: themeColor("--ms-grid", "#eeeeee"), width: 1 },
+    ticks: { stroke: themeColor("--ms-border", "#e0e0e0"), width: 1 },
+  };
+}
+export const SMOOTH_MIN_POINTS = 100;
+/** Whether a series' smoothed line is the bold one (smoothing on and enough points). */
+export function smoothedIsBold(prep, smoothing) {
+  return smoothing > 0 && prep.finiteCount >= SMOOTH_MIN_POINTS;
+}
+export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time" };
 const NONFINITE_COLOR = "#d93025";
 const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
 const HIGHLIGHT_STROKE = "rgba(227, 116, 0, 0.85)";
@@ -26,11 +47,12 @@ const DURATION_INCRS = [
 export class LineChart {
   /**
    * @param {HTMLElement} host  element the chart fills (its width is followed)
-   * @param {{height?: number}} options
+   * @param {{height?: number, yAxis?: {label: string, unit: string}}} options  yAxis: the title of the y axis
    */
-  constructor(host, { height = 220 } = {}) {
+  constructor(host, { height = 220, yAxis = null } = {}) {
     this.host = host;
     this.height = height;
+    this.yAxis = yAxis;
     this.plot = null;
     this.key = null;
     this.entries = [];
@@ -54,21 +76,22 @@ export class LineChart {
     const smoothOn = opts.smoothing > 0;
     this.entries = runs.map((r) => ({ run: r.run, color: r.color, prep: prepareSeries(r.data, opts) }));
     const withBand = (e) => opts.showInterval && e.prep.band !== null;
+    for (const e of this.entries) e.smoothBold = smoothedIsBold(e.prep, opts.smoothing);
     const key = JSON.stringify([
-      this.entries.map((e) => [e.run, e.color, withBand(e)]),
+      this.entries.map((e) => [e.run, e.color, withBand(e), e.smoothBold]),
       opts.xAxis,
       opts.logY,
       smoothOn,
+      Boolean(opts.dark),
     ]);
 
+    // uPlot wants one shared x array: its own join aligns the runs' tables (missing x values become gaps).
     const tables = [];
     for (const e of this.entries) {
-      const cols = smoothOn ? [e.prep.raw, e.prep.smoothed] : [e.prep.raw];
-      tables.push({ xs: e.prep.xs, cols });
-      if (withBand(e)) tables.push({ xs: e.prep.band.xs, cols: [e.prep.band.hi, e.prep.band.lo] });
+      tables.push(smoothOn ? [e.prep.xs, e.prep.raw, e.prep.smoothed] : [e.prep.xs, e.prep.raw]);
+      if (withBand(e)) tables.push([e.prep.band.xs, e.prep.band.hi, e.prep.band.lo]);
     }
-    const joined = joinTables(tables);
-    const data = [joined.x, ...joined.cols];
+    const data = tables.length ? uPlot.join(tables) : [[]];
 
     const sameAxisKind = this.opts && this.key && JSON.parse(this.key)[1] === opts.xAxis;
     if (this.plot && key === this.key) {
@@ -91,7 +114,9 @@ export class LineChart {
       points += e.prep.finiteCount;
       nonfinite += e.prep.nonfiniteXs.length;
     }
-    return { points, runs: this.entries.length, nonfinite };
+    const faint = smoothOn ? this.entries.filter((e) => !e.smoothBold).length : 0;
+    this.host.dataset.smoothing = !smoothOn ? "off" : faint === this.entries.length ? "raw-bold" : faint ? "mixed" : "smoothed-bold";
+    return { points, runs: this.entries.length, nonfinite, sparseSmoothed: faint };
   }
 
   build(data, opts, smoothOn, withBand) {
@@ -100,14 +125,21 @@ export class LineChart {
     const series = [{ label: X_AXIS_LABELS[opts.xAxis] || "x" }];
     const bands = [];
     for (const e of this.entries) {
+      const rawFaint = smoothOn && e.smoothBold;
       series.push({
         label: e.run,
-        stroke: smoothOn ? withAlpha(e.color, 0.28) : e.color,
-        width: smoothOn ? 1 : 1.5,
+        stroke: rawFaint ? withAlpha(e.color, 0.28) : e.color,
+        width: rawFaint ? 1 : 1.5,
         spanGaps: true,
         points: { show: false },
       });
-      if (smoothOn) series.push({ label: e.run, stroke: e.color, width: 1.75, spanGaps: true, points: { show: false } });
+      if (smoothOn) {
+        series.push(
+          e.smoothBold
+            ? { label: e.run, stroke: e.color, width: 1.75, spanGaps: true, points: { show: false } }
+            : { label: e.run, stroke: withAlpha(e.color, 0.45), width: 1, dash: [4, 3], spanGaps: true, points: { show: false } },
+        );
+      }
       if (withBand(e)) {
         const hi = series.length;
         const common = { stroke: "transparent", width: 0, spanGaps: true, points: { show: false } };
@@ -121,6 +153,10 @@ export class LineChart {
         : opts.xAxis === "relative"
           ? (u, splits) => splits.map((v) => (v === null ? "" : formatDuration(v)))
           : undefined;
+    const AXIS = axisStyle();
+    const yTitle = this.yAxis ? axisTitle(this.yAxis) : "";
+    this.host.dataset.xTitle = X_UNITS[opts.xAxis] || "x";
+    this.host.dataset.yTitle = yTitle;
     const options = {
       width: Math.max(this.host.clientWidth, 200),
       height: this.height,
@@ -133,10 +169,18 @@ export class LineChart {
       axes: [
         {
           ...AXIS,
+          label: X_UNITS[opts.xAxis] || "x",
+          labelSize: 18,
+          labelGap: 0,
           ...(xValues ? { values: xValues } : {}),
           ...(opts.xAxis === "step" ? { incrs: STEP_INCRS } : opts.xAxis === "relative" ? { incrs: DURATION_INCRS } : {}),
         },
-        { ...AXIS, size: 60, values: (u, splits) => splits.map((v) => (v === null ? "" : formatValue(v))) },
+        {
+          ...AXIS,
+          size: 60,
+          ...(yTitle ? { label: yTitle, labelSize: 16, labelGap: 0 } : {}),
+          values: (u, splits) => splits.map((v) => (v === null ? "" : formatValue(v))),
+        },
       ],
       cursor: {
         drag: { x: true, y: false, setScale: true },
@@ -276,6 +320,10 @@ export class LineChart {
     const head = el("tr", null, el("th", null, ""), el("th", { text: "Run" }));
     if (smoothOn) head.append(el("th", { text: "Smoothed" }));
     head.append(el("th", { text: "Value" }), el("th", { text: "Step" }), el("th", { text: "Time" }));
+    const withInterval = rows.some(({ e }) => e.prep.intervals.size > 0);
+    if (withInterval) {
+      head.append(el("th", { text: "Interval min / mean / max", title: "Every step since the previous recorded point" }), el("th", { text: "Steps" }));
+    }
     table.append(head);
     for (const { e, i } of rows) {
       const tr = el("tr", { "data-run": e.run });
@@ -293,6 +341,14 @@ export class LineChart {
           text: opts.xAxis === "relative" ? formatDuration(rel) : formatWallTime(e.prep.walls[i]),
         }),
       );
+      if (withInterval) {
+        const iv = e.prep.intervals.get(e.prep.steps[i]);
+        const bad = iv && iv.nonfinite > 0 ? ` · ${iv.nonfinite} NaN/Inf` : "";
+        tr.append(
+          el("td", { class: "ms-num", "data-testid": "tooltip-interval", text: iv ? `${formatValue(iv.min)} / ${formatValue(iv.mean)} / ${formatValue(iv.max)}${bad}` : "–" }),
+          el("td", { class: "ms-num", "data-testid": "tooltip-count", text: iv ? String(iv.count) : "–" }),
+        );
+      }
       table.append(tr);
     }
     this.tooltip.append(table);

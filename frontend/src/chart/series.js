@@ -4,9 +4,10 @@
 import { emaSmooth } from "./smoothing.js";
 
 /**
- * @param {{points: number[][], interval: number[][]|null}} data  decoded scalars response
+ * @param {{points: number[][], interval: object[]|null}} data  decoded scalars response (named interval rows)
  * @param {{xAxis: "step"|"relative"|"wall", smoothing: number, logY: boolean}} opts
- * @returns {{xs, raw, smoothed, steps, walls, values, nonfiniteXs, finiteCount, band}}
+ * @returns {{xs, raw, smoothed, steps, walls, values, nonfiniteXs, finiteCount, band, intervals}}
+ *   intervals: Map step -> interval row ({min, mean, max, count, nonfinite}) of the steps that have one.
  *   raw / smoothed hold null where nothing can be drawn (non-finite, or <= 0 on a log axis).
  */
 export function prepareSeries(data, opts) {
@@ -48,13 +49,15 @@ export function prepareSeries(data, opts) {
   }
 
   let band = null;
+  const intervals = new Map();
   if (Array.isArray(data.interval) && data.interval.length) {
     const wallOfStep = new Map();
     for (let i = 0; i < steps.length; i++) wallOfStep.set(steps[i], walls[i]);
     const bandRows = [];
     for (const row of data.interval) {
-      const [step, lo, , hi] = row;
+      const { step, min: lo, max: hi } = row;
       if (!Number.isFinite(step)) continue;
+      intervals.set(step, row);
       let x;
       if (xAxis === "step") x = step;
       else if (wallOfStep.has(step)) x = xOf(step, wallOfStep.get(step));
@@ -67,36 +70,12 @@ export function prepareSeries(data, opts) {
     }
   }
 
-  return { xs, raw, smoothed, steps, walls, values, smoothedValues, nonfiniteXs, finiteCount, band };
+  return { xs, raw, smoothed, steps, walls, values, smoothedValues, nonfiniteXs, finiteCount, band, intervals };
 }
 
 function firstFinite(arr) {
   for (const v of arr) if (Number.isFinite(v)) return v;
   return 0;
-}
-
-/**
- * Aligns several (xs, ys...) tables on the union of their x values (uPlot wants one shared x array).
- * @param {{xs: number[], cols: (number|null)[][]}[]} tables  each xs ascending
- * @returns {{x: number[], cols: (number|null)[][]}}  cols in the order given, each as long as x
- */
-export function joinTables(tables) {
-  const all = [];
-  for (const t of tables) for (const x of t.xs) all.push(x);
-  all.sort((a, b) => a - b);
-  const x = [];
-  for (const v of all) if (!x.length || x[x.length - 1] !== v) x.push(v);
-  const index = new Map();
-  for (let i = 0; i < x.length; i++) index.set(x[i], i);
-  const cols = [];
-  for (const t of tables) {
-    for (const col of t.cols) {
-      const out = new Array(x.length).fill(null);
-      for (let i = 0; i < t.xs.length; i++) out[index.get(t.xs[i])] = col[i] === undefined ? null : col[i];
-      cols.push(out);
-    }
-  }
-  return { x, cols };
 }
 
 /** Index in ascending xs of the value nearest to x (-1 if xs is empty). */

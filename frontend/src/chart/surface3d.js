@@ -483,7 +483,7 @@ export class Surface3D {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, this.width, this.height);
     ctx.font = '11px Roboto, "Helvetica Neue", Arial, sans-serif';
-    ctx.fillStyle = "#616161";
+    ctx.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--ms-muted").trim() || "#616161";
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     const labels = this.ls.axisLabels || [];
@@ -493,12 +493,23 @@ export class Surface3D {
       ctx.textAlign = align;
       ctx.fillText(t, x, y);
     };
-    // Axis names along the floor edges nearest to the viewer; the loss range on the leftmost vertical edge.
+    // Axis names beside the floor edges nearest to the viewer, moved out of the box's screen outline (the surface
+    // lies inside it) so they never cover the surface.
     const front = (a, b) => (this.toScreen(mvp, a)[1] > this.toScreen(mvp, b)[1] ? a : b);
     const ex = front([0, -1, 0], [0, 1, 0]);
     const ey = front([-1, 0, 0], [1, 0, 0]);
-    text([ex[0], ex[1] * 1.22, 0], short(labels[0] || "x"));
-    text([ey[0] * 1.22, ey[1], 0], short(labels[1] || "y"));
+    const hull = convexHull(BOX_CORNERS.map((c) => this.toScreen(mvp, c)));
+    let clear = 0;
+    for (const [p, t] of [[[ex[0], ex[1] * 1.22, 0], short(labels[0] || "x")], [[ey[0] * 1.22, ey[1], 0], short(labels[1] || "y")]]) {
+      const at = this.toScreen(mvp, p);
+      if (!Number.isFinite(at[0]) || !Number.isFinite(at[1])) continue;
+      const w = ctx.measureText(t).width;
+      const placed = placeOutside(hull, at, w, 14, this.width, this.height);
+      if (!rectHitsPolygon(hull, placed[0] - w / 2, placed[1] - 7, w, 14)) clear += 1;
+      ctx.textAlign = "center";
+      ctx.fillText(t, placed[0], placed[1]);
+    }
+    this.container.dataset.axisLabelsClear = String(clear);
     const corners = [[-1, -1], [1, -1], [1, 1], [-1, 1]];
     let left = corners[0];
     for (const c of corners) if (this.toScreen(mvp, [c[0], c[1], 0])[0] < this.toScreen(mvp, [left[0], left[1], 0])[0]) left = c;
@@ -527,6 +538,64 @@ export class Surface3D {
       delete d.pathEnd;
     }
   }
+}
+
+const BOX_CORNERS = [];
+for (const x of [-1, 1]) for (const y of [-1, 1]) for (const z of [0, HEIGHT]) BOX_CORNERS.push([x, y, z]);
+
+/** Convex hull of 2-D points (Andrew's monotone chain), counter-clockwise. */
+export function convexHull(points) {
+  const pts = points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  if (pts.length < 3) return pts;
+  const cross = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+  const half = (list) => {
+    const out = [];
+    for (const p of list) {
+      while (out.length >= 2 && cross(out[out.length - 2], out[out.length - 1], p) <= 0) out.pop();
+      out.push(p);
+    }
+    out.pop();
+    return out;
+  };
+  return half(pts).concat(half(pts.slice().reverse()));
+}
+
+function inside(poly, x, y) {
+  let yes = false;
+  for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {
+    const [xi, yi] = poly[i];
+    const [xj, yj] = poly[j];
+    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) yes = !yes;
+  }
+  return yes;
+}
+
+/** Whether a text box (x, y, w, h) overlaps a convex polygon (sampled on its corners, edges' midpoints and centre). */
+export function rectHitsPolygon(poly, x, y, w, h) {
+  if (poly.length < 3) return false;
+  for (const fx of [0, 0.5, 1]) for (const fy of [0, 0.5, 1]) if (inside(poly, x + fx * w, y + fy * h)) return true;
+  return poly.some(([px, py]) => px >= x && px <= x + w && py >= y && py <= y + h);
+}
+
+/** The label's centre moved away from the polygon's centre until its box is clear (kept inside the canvas). */
+export function placeOutside(poly, at, w, h, width, height) {
+  if (poly.length < 3) return at;
+  const cx = poly.reduce((s, p) => s + p[0], 0) / poly.length;
+  const cy = poly.reduce((s, p) => s + p[1], 0) / poly.length;
+  let dx = at[0] - cx;
+  let dy = at[1] - cy;
+  const len = Math.hypot(dx, dy) || 1;
+  dx /= len;
+  dy /= len;
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  let best = at;
+  for (let k = 0; k <= 40; k++) {
+    const x = clamp(at[0] + dx * 4 * k, w / 2 + 2, width - w / 2 - 2);
+    const y = clamp(at[1] + dy * 4 * k, h / 2 + 2, height - h / 2 - 2);
+    best = [x, y];
+    if (!rectHitsPolygon(poly, x - w / 2, y - h / 2, w, h)) break;
+  }
+  return best;
 }
 
 function short(label) {

@@ -2,18 +2,20 @@
 // CSV / JSON download, notes (downsampled, non-finite values). Data is fetched by the dashboard's store; the card
 // only asks for it when it is first scrolled into view.
 
-import { LineChart } from "../chart/lineChart.js";
+import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
+import { axisOf } from "../contract.js";
 import { el, clear } from "../dom.js";
 
 export class ChartCard {
   /**
-   * @param {{tag: string, displayName: string, tier: string, store: object, onNeedData: () => void}} options
+   * @param {{tag: string, displayName: string, tier: string, store: object, contract: object}} options
    */
-  constructor({ tag, displayName, tier, store }) {
+  constructor({ tag, displayName, tier, store, contract }) {
     this.tag = tag;
     this.tier = tier;
     this.store = store;
+    this.yAxis = axisOf(contract, tag);
     this.active = false;
     this.generation = 0;
     this.lastRuns = [];
@@ -41,11 +43,11 @@ export class ChartCard {
     });
     const resetButton = el("button", {
       type: "button",
-      class: "ms-icon-button",
-      title: "Reset zoom (or double-click the chart)",
+      class: "ms-text-button",
+      title: "Show the whole x range again (or double-click the chart)",
       "aria-label": "Reset zoom",
       "data-testid": "reset-zoom",
-      text: "⤢",
+      text: "reset zoom",
       on: { click: () => this.chart && this.chart.resetZoom() },
     });
     this.titleEl = el("div", { class: "ms-card-title", "data-testid": "chart-title", text: displayName, title: tag });
@@ -79,7 +81,7 @@ export class ChartCard {
    * @param {object} opts  chart options (xAxis, logY, smoothing, showInterval)
    * @param {{refresh?: boolean}} how
    */
-  async draw(runs, opts, { refresh = false } = {}) {
+  async update(runs, opts, { refresh = false } = {}) {
     this.lastRuns = runs;
     this.lastOpts = opts;
     if (!this.active) return;
@@ -119,7 +121,7 @@ export class ChartCard {
 
   drawRuns(runs, opts) {
     if (!this.chart) {
-      this.chart = new LineChart(this.chartHost, { height: 220 });
+      this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis });
       if (this.highlighted) this.chart.setHighlight(this.highlighted.steps, this.highlighted.run);
     }
     const drawn = this.chart.update(runs.map((r) => ({ run: r.run, color: r.color, data: r.data })), opts);
@@ -141,6 +143,16 @@ export class ChartCard {
           class: "ms-note",
           title: "Each bucket keeps its minimum and maximum, so single-step spikes stay visible.",
           text: `${shown.toLocaleString()} of ${total.toLocaleString()} points (min/max kept)`,
+        }),
+      );
+    }
+    if (drawn.sparseSmoothed) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "sparse-smoothing-note",
+          title: `Fewer than ${SMOOTH_MIN_POINTS} recorded points: the recorded values stay bold and the smoothed line is dashed, since an average over few points lags and flattens.`,
+          text: "sparse: raw line bold, smoothed dashed",
         }),
       );
     }
@@ -228,7 +240,11 @@ export class ChartCard {
   activate() {
     if (this.active) return;
     this.active = true;
-    this.draw(this.lastRuns, this.lastOpts);
+    this.update(this.lastRuns, this.lastOpts);
+  }
+
+  resize() {
+    if (this.chart) this.chart.resize();
   }
 
   destroy() {

@@ -2,87 +2,21 @@
 // Other) with one chart card per tag on the right, or the empty state when there is nothing to draw.
 // refresh() re-reads status, runs and tags and updates cards in place (zoom, selection and scroll survive).
 
-import { fetchHealth, fetchRuns, fetchStatus, fetchTags } from "../api.js";
+import { fetchContract, fetchHealth, fetchRuns, fetchStatus, fetchTags } from "../api.js";
 import { RunColors } from "../colors.js";
+import { partialHint, tierInfo } from "../contract.js";
 import { el, clear } from "../dom.js";
+import { EventChannel } from "../events.js";
 import { connectToHost } from "../host.js";
 import { loadSettings, saveSettings } from "../settings.js";
 import { SeriesStore } from "../store.js";
-import { ChartCard } from "./chartCard.js";
+import { followTheme } from "../theme.js";
 import { renderEmptyState } from "./emptyState.js";
 import { HealthPanel } from "./healthPanel.js";
-import { HistogramCard } from "./histogramCard.js";
-import { LayerPanel } from "./layerPanel.js";
+import { VIEW_KINDS, viewKey, viewKindOf } from "./registry.js";
 import { RunSelector } from "./runSelector.js";
 import { SettingsPanel } from "./settingsPanel.js";
 import { WarningsBanner } from "./warningsBanner.js";
-
-const TIER_INFO = {
-  core: { title: "Core", subtitle: "Is training progressing? Loss, learning rate, gradient norm, speed." },
-  diagnostic: { title: "Diagnostic", subtitle: "Is it healthy? Evaluation, weight norms, loss scale." },
-  debug: { title: "Debug", subtitle: "Where does it go wrong? Per-layer and timing detail." },
-  other: { title: "Other", subtitle: "Scalars outside the tier scheme." },
-};
-
-// Core charts first in the order people read them; everything else by tag name.
-const CORE_ORDER = [
-  "core/loss",
-  "core/learning_rate",
-  "core/grad_norm",
-  "core/loss_scale",
-  "core/overflow_steps",
-  "core/step_time_ms",
-  "core/throughput",
-];
-
-function tagRank(tag) {
-  for (let i = 0; i < CORE_ORDER.length; i++) {
-    if (tag === CORE_ORDER[i] || tag.startsWith(CORE_ORDER[i] + "/")) return i;
-  }
-  return CORE_ORDER.length;
-}
-
-export function compareTags(a, b) {
-  return tagRank(a) - tagRank(b) || (a < b ? -1 : a > b ? 1 : 0);
-}
-
-// What fills a tier, for the note shown when a tier has no series in the runs (and which TrainMonitor option
-// records it).
-const EMPTY_TIER_NOTES = {
-  core: "No core series in these runs. The plugin's training callback, TrainMonitor, records loss, learning rate, gradient norm, step time and throughput here.",
-  diagnostic:
-    "No diagnostic series in these runs. TrainMonitor records per-layer weight norms by default (weight_norms=True, at each epoch end or every diagnostic_freq steps), and the evaluation loss and metrics when it is given eval_dataset= (and eval_metrics=[...]).",
-  debug:
-    'No debug series in these runs. The debug tier is off by default: TrainMonitor(debug="all") records per-layer update ratios, per-layer gradient norms (with MonitoredTrainCell), activation histograms and data wait time every debug_freq steps (default 100); or pick items, e.g. debug=["update_ratio"].',
-};
-
-// Series of our callbacks a tier usually has; when some are absent, the tier says how to record them.
-const EXPECTED = {
-  diagnostic: [
-    { label: "per-layer weight norms", test: (t) => t === "diagnostic/layer_weight_norm", option: "weight_norms=True" },
-    { label: "evaluation", test: (t) => t === "diagnostic/eval_loss" || t.startsWith("diagnostic/eval/"), option: "eval_dataset=..." },
-  ],
-  debug: [
-    { label: "update ratio", test: (t) => t === "debug/update_ratio", item: "update_ratio" },
-    { label: "per-layer gradient norm", test: (t) => t === "debug/layer_grad_norm", item: "layer_grad_norm" },
-    { label: "activation histograms", test: (t) => t.startsWith("debug/activation/"), item: "activations" },
-    { label: "data wait time", test: (t) => t === "debug/data_wait_ms", item: "data_wait" },
-  ],
-};
-
-/** The "not recorded" hint of a tier from the tags it has (null when nothing is missing). */
-export function partialHint(tier, tags) {
-  const expected = EXPECTED[tier];
-  if (!expected) return null;
-  const missing = expected.filter((e) => !tags.some((t) => e.test(t)));
-  if (!missing.length || missing.length === expected.length) return null;
-  const labels = missing.map((m) => m.label).join(", ");
-  if (tier === "debug") {
-    const items = missing.map((m) => `"${m.item}"`).join(", ");
-    return `Not recorded in these runs: ${labels}. Add them with TrainMonitor(debug=[${items}]).`;
-  }
-  return `Not recorded in these runs: ${labels}. Add them with TrainMonitor(${missing.map((m) => m.option).join(", ")}).`;
-}
 
 const REFRESH_MS = 30000;
 const EMPTY_REFRESH_MS = 5000;
@@ -94,15 +28,13 @@ export class Dashboard {
     this.colors = new RunColors();
     this.store = new SeriesStore();
     this.runs = [];
-    this.tagIndex = new Map(); // tag -> {tier, displayName, runs: Set}
-    this.layerIndex = new Map(); // layers tag -> {tier, displayName, runs: Set}
-    this.histIndex = new Map(); // histogram tag -> {tier, displayName, runs: Set}
-    this.panels = new Map(); // layers tag -> LayerPanel
-    this.histCards = new Map(); // histogram tag -> HistogramCard
-    this.ours = false; // some run has our core/* tags (then partial tiers say how to record the rest)
-    this.tiers = ["core", "diagnostic", "debug", "other"];
-    this.sections = new Map(); // tier -> {element, grid, count, cards: Map}
-    this.cards = new Map(); // tag -> ChartCard
+    this.events = new EventChannel(); // "refresh", "visible-runs", "theme": what the other sections listen to
+    this.contract = null; // the page's part of the data contract (route "contract"), read once
+    this.index = new Map(); // viewKey(kind, tag) -> {kind, tag, tier, displayName, runs: Set}
+    this.views = new Map(); // viewKey(kind, tag) -> view (the protocol of registry.js)
+    this.ours = false; // some run has our tags (then partial tiers say how to record the rest)
+    this.tiers = [];
+    this.sections = new Map(); // tier -> {element, grid, panels, hint, body, toggle, count}
     this.refreshing = null;
     this.refreshAgain = false;
     this.lastRefresh = 0;
@@ -194,6 +126,11 @@ export class Dashboard {
 
   async start() {
     this.hostConnected = connectToHost(() => this.refresh({ fromHost: true }));
+    followTheme(this.app, (dark) => {
+      this.dark = dark;
+      this.events.emit("theme", { dark });
+      if (this.views.size) this.redrawAll(); // canvas colors follow the theme
+    });
     await this.refresh();
   }
 
@@ -203,7 +140,7 @@ export class Dashboard {
 
   chartOptions() {
     const s = this.settings;
-    return { xAxis: s.xAxis, logY: s.logY, smoothing: s.smoothing, showInterval: s.showInterval };
+    return { xAxis: s.xAxis, logY: s.logY, smoothing: s.smoothing, showInterval: s.showInterval, dark: Boolean(this.dark) };
   }
 
   onSettingsChange() {
@@ -240,12 +177,19 @@ export class Dashboard {
     this.refreshCount = (this.refreshCount || 0) + 1;
     this.app.dataset.refreshCount = String(this.refreshCount);
     this.app.dataset.refreshSource = fromHost ? "tensorboard" : "page";
+    // The other sections re-read their routes alongside.
+    this.events.emit("refresh", { count: this.refreshCount, source: this.app.dataset.refreshSource });
     // Not awaited: the charts do not wait for the health rules.
     fetchHealth().then(
       (health) => this.healthPanel.setHealth(health),
       (e) => this.healthPanel.setError((e && e.message) || "request failed"),
     );
-    const [statusR, runsR, tagsR] = await Promise.allSettled([fetchStatus(), fetchRuns(), fetchTags()]);
+    const [statusR, runsR, tagsR, contractR] = await Promise.allSettled([
+      fetchStatus(),
+      fetchRuns(),
+      fetchTags(),
+      this.contract ? Promise.resolve(this.contract) : fetchContract(),
+    ]);
     const status = statusR.status === "fulfilled" ? statusR.value : null;
     this.status = status;
     if (status) this.warningsBanner.update(status.warnings);
@@ -253,9 +197,9 @@ export class Dashboard {
     if (status) this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
     this.logdirEl.title = status && status.logdir ? "Log directory: " + status.logdir : "";
 
-    if (runsR.status === "rejected" || tagsR.status === "rejected") {
-      const error = (runsR.reason || tagsR.reason || {}).message || "request failed";
-      if (isFirst || !this.cards.size) {
+    if (runsR.status === "rejected" || tagsR.status === "rejected" || contractR.status === "rejected") {
+      const error = (runsR.reason || tagsR.reason || contractR.reason || {}).message || "request failed";
+      if (isFirst || !this.views.size) {
         this.showEmpty(status, error);
       } else {
         this.showBanner(`Could not refresh: ${error}`);
@@ -263,12 +207,13 @@ export class Dashboard {
       return;
     }
     this.showBanner("");
+    this.contract = contractR.value;
     const tags = tagsR.value;
     const runs = runsR.value.filter((r) => r in tags.runs).concat(Object.keys(tags.runs).filter((r) => !runsR.value.includes(r)));
     this.tiers = tags.tiers;
     this.updateTagIndex(tags);
 
-    if ((status && status.has_data === false) || this.tagIndex.size + this.layerIndex.size + this.histIndex.size === 0) {
+    if ((status && status.has_data === false) || this.index.size === 0) {
       const why =
         status && status.has_data === false
           ? status
@@ -307,11 +252,11 @@ export class Dashboard {
   }
 
   /** The runs checked in the run selector changed (or the run list did): the Health panel follows, and the
-   * sections mounted beside the dashboard hear an "ms-visible-runs" event on the app element. */
+   * sections mounted beside the dashboard hear "visible-runs" on the event channel. */
   visibleRunsChanged() {
     const visible = this.runSelector.visibleRuns();
     this.healthPanel.setRuns(visible);
-    this.app.dispatchEvent(new CustomEvent("ms-visible-runs", { detail: visible }));
+    this.events.emit("visible-runs", visible);
   }
 
   setRuns(runs) {
@@ -320,48 +265,38 @@ export class Dashboard {
     const colors = this.colors.update(runs);
     if (!same) this.runSelector.setRuns(runs, colors);
     this.visibleRunsChanged();
-    this.store.retain((run, tag) => runs.includes(run) && this.tagIndex.has(tag));
+    this.store.retain((run, tag) => runs.includes(run) && this.index.has(viewKey("scalar", tag)));
     this.app.dataset.requests = String(this.store.requests);
   }
 
   updateTagIndex(tags) {
     const index = new Map();
-    const layers = new Map();
-    const hists = new Map();
+    const order = this.contract.tag_order;
     let ours = false;
-    const add = (map, t, tier, run) => {
-      let info = map.get(t.tag);
-      if (!info) {
-        info = { tier, displayName: t.display_name, runs: new Set(), interval: false };
-        map.set(t.tag, info);
-      }
-      info.runs.add(run);
-      info.interval = info.interval || Boolean(t.interval);
-    };
     for (const [run, byTier] of Object.entries(tags.runs)) {
       for (const tier of tags.tiers) {
         for (const t of byTier[tier] || []) {
-          if (t.kind === "layers") add(layers, t, tier, run);
-          else if (t.kind === "histogram") add(hists, t, tier, run);
-          else if (!t.kind || t.kind === "scalar") {
-            // Members of a per-parameter family (local_norm/<param>) are rows of the family's heatmap instead.
-            if (t.family) continue;
-            add(index, t, tier, run);
-            if (t.tag.startsWith("core/")) ours = true;
+          const kind = viewKindOf(t);
+          if (!kind) continue;
+          const key = viewKey(kind, t.tag);
+          let info = index.get(key);
+          if (!info) {
+            info = { kind, tag: t.tag, tier, displayName: t.display_name, runs: new Set() };
+            index.set(key, info);
           }
+          info.runs.add(run);
+          if (kind === "scalar" && order.some((o) => t.tag === o || t.tag.startsWith(o + "/"))) ours = true;
         }
       }
     }
-    this.tagIndex = index;
-    this.layerIndex = layers;
-    this.histIndex = hists;
+    this.index = index;
     this.ours = ours;
   }
 
   section(tier) {
     let s = this.sections.get(tier);
     if (s) return s;
-    const info = TIER_INFO[tier] || { title: tier, subtitle: "" };
+    const info = tierInfo(this.contract, tier);
     const collapsed = Boolean(this.settings.collapsed[tier]);
     const count = el("span", { class: "ms-section-count", "data-testid": "section-count" });
     const toggle = el(
@@ -388,7 +323,7 @@ export class Dashboard {
       el("h2", { class: "ms-section-header" }, toggle),
       body,
     );
-    s = { element, grid, panels, hint, body, toggle, count, cards: new Map() };
+    s = { element, grid, panels, hint, body, toggle, count };
     this.sections.set(tier, s);
     return s;
   }
@@ -400,119 +335,72 @@ export class Dashboard {
     s.toggle.setAttribute("aria-expanded", String(!collapsed));
     s.element.dataset.collapsed = String(collapsed);
     s.body.hidden = collapsed;
-    if (!collapsed) {
-      for (const card of s.cards.values()) card.chart && card.chart.resize();
-      for (const [tag, panel] of this.panels) if (panel.tier === tier && panel.active) panel.render();
-    }
+    if (!collapsed) for (const view of this.views.values()) if (view.tier === tier && view.active && view.resize) view.resize();
   }
 
   reconcileCards() {
-    // Remove cards of tags that are gone (or moved tier), add new ones in order.
-    for (const [tag, card] of [...this.cards]) {
-      const info = this.tagIndex.get(tag);
-      if (!info || info.tier !== card.tier) {
-        if (this.observer) this.observer.unobserve(card.element);
-        card.destroy();
-        this.cards.delete(tag);
-        for (const s of this.sections.values()) s.cards.delete(tag);
+    // Views of tags that are gone (or moved tier) go; new ones are created by the registry, in its order.
+    for (const [key, view] of [...this.views]) {
+      const info = this.index.get(key);
+      if (!info || info.tier !== view.tier) {
+        if (this.observer) this.observer.unobserve(view.element);
+        view.destroy();
+        this.views.delete(key);
       }
     }
-    for (const [map, index] of [
-      [this.panels, this.layerIndex],
-      [this.histCards, this.histIndex],
-    ]) {
-      for (const [tag, view] of [...map]) {
-        const info = index.get(tag);
-        if (!info || info.tier !== view.tier) {
-          if (this.observer) this.observer.unobserve(view.element);
-          view.destroy();
-          map.delete(tag);
-        }
-      }
+    const byTier = new Map(); // tier -> [info]
+    for (const info of this.index.values()) {
+      if (!byTier.has(info.tier)) byTier.set(info.tier, []);
+      byTier.get(info.tier).push(info);
     }
-    const byTier = new Map();
-    const groupBy = (index) => {
-      const out = new Map();
-      for (const [tag, info] of index) {
-        if (!out.has(info.tier)) out.set(info.tier, []);
-        out.get(info.tier).push(tag);
-        if (!byTier.has(info.tier)) byTier.set(info.tier, []);
-      }
-      return out;
-    };
-    const scalarsBy = groupBy(this.tagIndex);
-    const layersBy = groupBy(this.layerIndex);
-    const histsBy = groupBy(this.histIndex);
     const order = this.tiers.concat([...byTier.keys()].filter((t) => !this.tiers.includes(t)));
     clear(this.sectionsHost);
     for (const tier of order) {
-      const tags = (scalarsBy.get(tier) || []).sort(compareTags);
-      const layerTags = (layersBy.get(tier) || []).sort();
-      const histTags = (histsBy.get(tier) || []).sort();
-      const total = tags.length + layerTags.length + histTags.length;
-      if (!total && !EMPTY_TIER_NOTES[tier]) continue; // "other" only shows when it has tags
+      const infos = byTier.get(tier) || [];
+      const emptyNote = tierInfo(this.contract, tier).emptyNote;
+      if (!infos.length && !emptyNote) continue; // "other" only shows when it has tags
       const s = this.section(tier);
       this.sectionsHost.append(s.element);
-      s.count.textContent = String(total);
-      const hint = total && this.ours ? partialHint(tier, tags.concat(layerTags, histTags)) : null;
+      s.count.textContent = String(infos.length);
+      const hint = infos.length && this.ours ? partialHint(this.contract, tier, infos.map((i) => i.tag)) : null;
       s.hint.textContent = hint || "";
       s.hint.hidden = !hint;
-      if (!total) {
+      if (!infos.length) {
         s.element.dataset.empty = "true";
         clear(s.panels);
-        clear(s.grid).append(el("div", { class: "ms-tier-empty", "data-testid": "tier-empty", text: EMPTY_TIER_NOTES[tier] }));
+        clear(s.grid).append(el("div", { class: "ms-tier-empty", "data-testid": "tier-empty", text: emptyNote }));
         continue;
       }
       s.element.dataset.empty = "false";
       const placeholder = s.grid.querySelector(".ms-tier-empty");
       if (placeholder) placeholder.remove();
-      for (const tag of layerTags) {
-        const info = this.layerIndex.get(tag);
-        let panel = this.panels.get(tag);
-        if (!panel) {
-          panel = new LayerPanel({ tag, displayName: info.displayName, tier });
-          this.panels.set(tag, panel);
-          if (this.observer) this.observer.observe(panel.element);
-        } else panel.setDisplayName(info.displayName);
-        s.panels.append(panel.element);
-        if (!this.observer) panel.activate();
-      }
-      for (const tag of tags) {
-        let card = this.cards.get(tag);
-        const info = this.tagIndex.get(tag);
-        if (!card) {
-          card = new ChartCard({ tag, displayName: info.displayName, tier, store: this.store });
-          this.cards.set(tag, card);
-          s.cards.set(tag, card);
-          if (this.observer) this.observer.observe(card.element);
-        } else {
-          card.setDisplayName(info.displayName);
+      for (const kind of VIEW_KINDS) {
+        const tags = infos.filter((i) => i.kind === kind.kind).map((i) => i.tag).sort(kind.order(this.contract));
+        for (const tag of tags) {
+          const key = viewKey(kind.kind, tag);
+          const info = this.index.get(key);
+          let view = this.views.get(key);
+          if (!view) {
+            view = kind.create({ tag, displayName: info.displayName, tier, store: this.store, contract: this.contract });
+            this.views.set(key, view);
+            if (this.observer) this.observer.observe(view.element);
+          } else view.setDisplayName(info.displayName);
+          s[kind.slot].append(view.element); // appending again keeps the order; the element and its chart stay
+          if (!this.observer) view.activate();
         }
-        s.grid.append(card.element); // appending again keeps the order; the element and its chart stay
       }
-      for (const tag of histTags) {
-        const info = this.histIndex.get(tag);
-        let card = this.histCards.get(tag);
-        if (!card) {
-          card = new HistogramCard({ tag, displayName: info.displayName, tier });
-          this.histCards.set(tag, card);
-          if (this.observer) this.observer.observe(card.element);
-        } else card.setDisplayName(info.displayName);
-        s.grid.append(card.element);
-        if (!this.observer) card.activate();
-      }
-      if (!this.observer) for (const card of s.cards.values()) card.activate();
     }
   }
 
   /** A health finding was clicked: scroll to the chart (or heatmap panel) of its tag and shade its step range. */
   revealFinding(run, finding) {
     const tag = finding.tag;
-    let view = this.cards.get(tag) || this.panels.get(tag) || this.histCards.get(tag);
+    let view = null;
+    for (const kind of ["scalar", "layers", "histogram"]) view = view || this.views.get(viewKey(kind, tag)) || null;
     if (!view) {
       // A layer's own tag (prefix/param) belongs to the family's heatmap (prefix/*).
-      for (const [panelTag, panel] of this.panels) {
-        if (panelTag.endsWith("/*") && tag.startsWith(panelTag.slice(0, -1))) view = panel;
+      for (const v of this.views.values()) {
+        if (v.tag.endsWith("/*") && tag.startsWith(v.tag.slice(0, -1)) && this.views.get(viewKey("layers", v.tag)) === v) view = v;
       }
     }
     if (this.highlighted && this.highlighted !== view) this.clearHighlight(this.highlighted);
@@ -523,32 +411,19 @@ export class Dashboard {
     const s = this.sections.get(view.tier);
     if (s && s.body.hidden) this.setCollapsed(view.tier, false);
     view.activate();
-    if (view.highlight) view.highlight(finding.steps, run);
-    else {
-      // Heatmap panels and distribution cards: the step range as attributes and a marked card.
-      const range = finding.steps ? `${finding.steps[0]}-${finding.steps[1]}` : "";
-      view.element.dataset.highlight = range;
-      view.element.dataset.highlightRun = run;
-      view.element.classList.add("ms-highlighted");
-    }
+    view.highlight(finding.steps, run);
     this.highlighted = view;
     view.element.scrollIntoView({ block: "center", behavior: "smooth" });
   }
 
   clearHighlight(view) {
-    if (view.highlight) view.highlight(null);
-    else {
-      delete view.element.dataset.highlight;
-      delete view.element.dataset.highlightRun;
-      view.element.classList.remove("ms-highlighted");
-    }
+    view.highlight(null);
   }
 
   onIntersect(entries) {
     for (const entry of entries) {
       if (!entry.isIntersecting) continue;
-      const views = [...this.cards.values(), ...this.panels.values(), ...this.histCards.values()];
-      const view = views.find((c) => c.element === entry.target);
+      const view = [...this.views.values()].find((v) => v.element === entry.target);
       if (view) {
         this.observer.unobserve(entry.target);
         view.activate();
@@ -556,9 +431,8 @@ export class Dashboard {
     }
   }
 
-  runsForTag(tag, index = this.tagIndex) {
-    const info = index.get(tag);
-    if (!info) return [];
+  /** The visible runs that have the series of this index entry, with their colors. */
+  runsOf(info) {
     return this.runSelector
       .visibleRuns()
       .filter((r) => info.runs.has(r))
@@ -567,11 +441,13 @@ export class Dashboard {
 
   redrawAll({ refresh = false } = {}) {
     const opts = this.chartOptions();
-    for (const [tag, card] of this.cards) card.draw(this.runsForTag(tag), opts, { refresh });
-    for (const [tag, panel] of this.panels) {
-      panel.setRuns(this.runsForTag(tag, this.layerIndex), opts, { refresh });
+    for (const [key, view] of this.views) {
+      const info = this.index.get(key);
+      const runs = info ? this.runsOf(info) : [];
+      // With no checked run the card shrinks to its title and a one-line note.
+      view.element.dataset.empty = String(!runs.length);
+      view.update(runs, opts, { refresh });
     }
-    for (const [tag, card] of this.histCards) card.draw(this.runsForTag(tag, this.histIndex), opts, { refresh });
     // A tick later: the batch requests of this redraw have been sent.
     setTimeout(() => (this.app.dataset.requests = String(this.store.requests)), 0);
   }

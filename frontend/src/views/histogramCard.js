@@ -40,10 +40,22 @@ export class HistogramCard {
   activate() {
     if (this.active) return;
     this.active = true;
-    this.draw(this.runs, this.opts);
+    this.update(this.runs, this.opts);
   }
 
-  async draw(runs, opts, { refresh = false } = {}) {
+  /** Shades a health finding's step range: the range as attributes and a marked card (null clears). */
+  highlight(steps, run = null) {
+    if (steps) {
+      this.element.dataset.highlight = `${steps[0]}-${steps[1]}`;
+      this.element.dataset.highlightRun = run || "";
+    } else {
+      delete this.element.dataset.highlight;
+      delete this.element.dataset.highlightRun;
+    }
+    this.element.classList.toggle("ms-highlighted", Boolean(steps));
+  }
+
+  async update(runs, opts, { refresh = false } = {}) {
     this.runs = runs;
     this.opts = opts;
     if (!this.active) return;

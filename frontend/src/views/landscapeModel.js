@@ -41,3 +41,21 @@ export function describe(ls) {
   if (m.seconds_per_point) parts.push(`${formatNumber(m.seconds_per_point * 1000)} ms per point`);
   return parts.join(" · ");
 }
+
+/** The markers a landscape's views draw, in legend order: "start" / "end" of the training path, the grid's
+ * "minimum" (2-D), the "centre" cross (2-D, shown when there is no path). Only these are listed in the legend. */
+export function drawnMarkers(ls) {
+  const finite = (v) => Number.isFinite(v);
+  const path = ls.path;
+  const out = [];
+  if (ls.dims === 1) {
+    if (path && path.x.length >= 2 && finite(path.z[0])) out.push("start");
+    if (path && path.x.length >= 2 && finite(path.z[path.z.length - 1])) out.push("end");
+    return out;
+  }
+  const hasPath = Boolean(path && path.x.some((x, k) => finite(x) && finite(path.y[k])));
+  if (hasPath) out.push("start", "end");
+  if (ls.z && Array.prototype.some.call(ls.z, finite)) out.push("minimum");
+  if (!path && ls.center && finite(ls.center.x) && finite(ls.center.y)) out.push("centre");
+  return out;
+}

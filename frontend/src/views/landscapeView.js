@@ -7,7 +7,7 @@ import { el, clear } from "../dom.js";
 import { ContourChart, ProfileChart } from "../chart/contour.js";
 import { Surface3D } from "../chart/surface3d.js";
 import { fetchLandscape, fetchLandscapes } from "../landscapeApi.js";
-import { describe, groupByTag } from "./landscapeModel.js";
+import { describe, drawnMarkers, groupByTag } from "./landscapeModel.js";
 
 const SETTINGS_KEY = "tb-mindspore.landscape.v1";
 const DEFAULTS = { heatmap: true, isolines: true, log: false, surface: true, runA: null, runB: "", collapsed: false };
@@ -76,13 +76,8 @@ class LandscapePanel {
     this.surfaceView = el("div", { class: "ms-ls-view" }, el("div", { class: "ms-ls-view-title", text: "3-D surface (drag to rotate, wheel to zoom, double click to reset)" }), this.surfaceStage);
     this.profileView = el("div", { class: "ms-ls-view" }, el("div", { class: "ms-ls-view-title", text: "Loss along the line" }), this.profileStage);
     this.views = el("div", { class: "ms-ls-views" }, this.contourView, this.surfaceView, this.profileView);
-    const legend = el(
-      "div",
-      { class: "ms-ls-legend" },
-      el("span", {}, el("span", { class: "ms-ls-key", style: { background: "#00c853", borderRadius: "50%" } }), "start of the path"),
-      el("span", {}, el("span", { class: "ms-ls-key", style: { background: "#ff1744" } }), "end of the path"),
-      el("span", {}, el("span", { class: "ms-ls-key", style: { background: "#ffd600", transform: "rotate(45deg)" } }), "lowest loss on the grid"),
-    );
+    const legend = el("div", { class: "ms-ls-legend", "data-testid": "landscape-legend" });
+    this.legend = legend;
     this.element = el(
       "div",
       { class: "ms-card ms-ls-panel", "data-testid": "landscape-panel", "data-run": run, "data-state": "loading" },
@@ -182,6 +177,7 @@ class LandscapePanel {
       this.contour.draw(ls, opts, width, VIEW_HEIGHT);
       if (opts.surface) this.surface.draw(ls, opts, width, VIEW_HEIGHT);
     }
+    this.renderLegend(ls);
     const d = this.element.dataset;
     d.state = "drawn";
     d.method = ls.method;
@@ -190,7 +186,26 @@ class LandscapePanel {
     d.tag = ls.tag;
     d.step = String(ls.step);
   }
+
+  /** The legend lists only the markers this landscape's views draw. */
+  renderLegend(ls) {
+    const shown = drawnMarkers(ls);
+    clear(this.legend);
+    for (const key of shown) {
+      const m = LEGEND[key];
+      this.legend.append(el("span", { "data-testid": "landscape-legend-item", "data-marker": key }, el("span", { class: "ms-ls-key", style: m.style, text: m.glyph || "" }), m.text));
+    }
+    this.legend.dataset.markers = shown.join(",");
+    this.legend.hidden = !shown.length;
+  }
 }
+
+const LEGEND = {
+  start: { text: "start of the path", style: { background: "#00c853", borderRadius: "50%" } },
+  end: { text: "end of the path", style: { background: "#ff1744" } },
+  minimum: { text: "lowest loss on the grid", style: { background: "#ffd600", transform: "rotate(45deg)" } },
+  centre: { text: "current parameters (centre)", glyph: "✕", style: { background: "none", border: "none", width: "auto", height: "auto", fontWeight: "bold" } },
+};
 
 export class LandscapeSection {
   constructor() {
@@ -299,7 +314,7 @@ export class LandscapeSection {
     try {
       listing = await fetchLandscapes();
     } catch (e) {
-      // An older server without the route, or a failed request: keep what is shown.
+      // A failed request: keep what is shown.
       this.element.dataset.error = e && e.message ? e.message : String(e);
       return;
     }
@@ -361,16 +376,16 @@ export class LandscapeSection {
 
 /**
  * Adds the section at the end of the dashboard's main column and refreshes it whenever the dashboard refreshes
- * (its data-refresh-count changes). Returns the section.
+ * (the "refresh" event of its channel). Returns the section.
  */
 export function mountLandscapes(dashboard) {
   const section = new LandscapeSection();
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
   section.refresh();
-  const app = dashboard && dashboard.app;
-  if (app && typeof MutationObserver !== "undefined") {
-    new MutationObserver(() => section.refresh()).observe(app, { attributes: true, attributeFilter: ["data-refresh-count"] });
+  if (dashboard) {
+    dashboard.events.on("refresh", () => section.refresh());
+    dashboard.events.on("theme", () => section.redraw());
   }
   return section;
 }

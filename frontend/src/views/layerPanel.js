@@ -4,27 +4,33 @@
 // that layer (or group). Layer names only ever reach the page as text.
 
 import { fetchLayer, fetchLayers } from "../api.js";
-import { RATIO_FAST, RATIO_SLOW, SPECIAL_COLORS, makeScale } from "../chart/colorScale.js";
+import { SPECIAL_COLORS, makeScale } from "../chart/colorScale.js";
+import { axisOf, ratioMarks } from "../contract.js";
 import { formatStep, formatValue } from "../chart/format.js";
 import { HeatmapCanvas } from "../chart/heatmap.js";
-import { aggregateRow, buildTree, columnRange, layerStats, treeDepth, visibleRows } from "../chart/layerTree.js";
+import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, visibleRows } from "../chart/layerTree.js";
 import { LineChart } from "../chart/lineChart.js";
 import { el, clear } from "../dom.js";
 
 const LABEL_WIDTH = 260;
 const MAX_HEIGHT = 640;
-const MARK_TEXT = {
-  slow: { text: "slow", title: "Not learning: mean update ratio below 1e-4" },
-  frozen: { text: "frozen", title: "Weight unchanged: every recorded update ratio is 0" },
-  fast: { text: "fast", title: "Too fast: mean update ratio above 1e-1" },
-  nonfinite: { text: "NaN", title: "Has NaN or infinite values" },
-};
+/** Text and hover title of each layer mark; the update-ratio thresholds are the health rules' (the contract's). */
+function markText(raw) {
+  return {
+    slow: { text: "slow", title: `Not learning: mean update ratio below ${formatValue(raw.slow)}` },
+    frozen: { text: "frozen", title: "Weight unchanged: every recorded update ratio is 0" },
+    fast: { text: "fast", title: `Too fast: mean update ratio above ${formatValue(raw.fast)}` },
+    nonfinite: { text: "NaN", title: "Has NaN or infinite values" },
+  };
+}
 
-const SCALE_NOTE = {
-  ratio: "Color: log10(‖Δw‖ / ‖w‖), centred at 1e-3 (blue: slower, red: faster).",
-  log: "Color: log10 of the value.",
-  linear: "Color: the value.",
-};
+function scaleNote(raw) {
+  return {
+    ratio: `Color: log10(‖Δw‖ / ‖w‖), centred at ${formatValue(raw.healthy)} (blue: slower, red: faster).`,
+    log: "Color: log10 of the value.",
+    linear: "Color: the value.",
+  };
+}
 
 function rowHeightFor(n) {
   return Math.max(3, Math.min(16, Math.floor(MAX_HEIGHT / Math.max(1, n))));
@@ -32,11 +38,15 @@ function rowHeightFor(n) {
 
 export class LayerPanel {
   /**
-   * @param {{tag: string, displayName: string, tier: string}} options
+   * @param {{tag: string, displayName: string, tier: string, contract: object}} options
    */
-  constructor({ tag, displayName, tier }) {
+  constructor({ tag, displayName, tier, contract }) {
     this.tag = tag;
     this.tier = tier;
+    this.marks = ratioMarks(contract);
+    this.yAxis = axisOf(contract, tag);
+    this.markText = markText(this.marks.raw);
+    this.scaleNote = scaleNote(this.marks.raw);
     this.active = false;
     this.runs = []; // [{run, color}] visible runs that have this series
     this.primary = null;
@@ -107,6 +117,11 @@ export class LayerPanel {
     this.titleEl.textContent = name;
   }
 
+  /** The view protocol's update: the visible runs that have this series and the dashboard's chart options. */
+  update(runs, chartOpts, how) {
+    this.setRuns(runs, chartOpts, how);
+  }
+
   /** The visible runs that have this series, and the dashboard's chart options (for the line chart). */
   setRuns(runs, chartOpts, { refresh = false } = {}) {
     const key = JSON.stringify(runs.map((r) => [r.run, r.color]));
@@ -123,7 +138,7 @@ export class LayerPanel {
     if (!names.includes(this.primary)) this.primary = names[0] || null;
     if (this.compare && (!names.includes(this.compare) || this.compare === this.primary)) this.compare = "";
     this.fillRunSelects();
-    if (this.active) this.update({ refresh });
+    if (this.active) this.reload({ refresh });
   }
 
   fillRunSelects() {
@@ -141,12 +156,16 @@ export class LayerPanel {
   activate() {
     if (this.active) return;
     this.active = true;
-    this.update();
+    this.reload();
+  }
+
+  resize() {
+    if (this.active) this.render();
   }
 
   refresh() {
     if (!this.active) return;
-    this.update({ refresh: true });
+    this.reload({ refresh: true });
   }
 
   onControl(what) {
@@ -154,12 +173,12 @@ export class LayerPanel {
       this.primary = this.runSelect.value;
       if (this.compare === this.primary) this.compare = "";
       this.fillRunSelects();
-      this.update();
+      this.reload();
       return;
     }
     if (what === "compare") {
       this.compare = this.compareSelect.value;
-      this.update();
+      this.reload();
       return;
     }
     if (what === "sort") this.sort = this.sortSelect.value;
@@ -203,12 +222,12 @@ export class LayerPanel {
     const index = new Map();
     d.layers.forEach((name, i) => index.set(name, i));
     d.index = index;
-    d.stats = layerStats(d.values, d.missing, d.rows, d.cols, d.scale);
+    d.stats = layerStats(d.values, d.missing, d.rows, d.cols, d.scale, this.marks);
     d.aggregates = new Map();
     return d;
   }
 
-  async update({ refresh = false } = {}) {
+  async reload({ refresh = false } = {}) {
     const generation = ++this.generation;
     const shown = this.shownRuns();
     if (!shown.length) {
@@ -260,7 +279,7 @@ export class LayerPanel {
     this.tree = buildTree(names);
     const primary = this.shown[0].d;
     this.scaleKind = primary.scale;
-    this.scale = makeScale(this.scaleKind, this.shown.map((s) => s.d.values));
+    this.scale = makeScale(this.scaleKind, this.shown.map((s) => s.d.values), { center: this.marks.center });
     // Sorting statistics: the primary run's, else the compared run's.
     this.stats = names.map((name) => {
       for (const s of this.shown) {
@@ -385,7 +404,7 @@ export class LayerPanel {
       // The finding's run is not on screen: show it (the band is drawn with the new maps).
       this.primary = run;
       this.fillRunSelects();
-      if (this.active) this.update();
+      if (this.active) this.reload();
       return;
     }
     for (const entry of this.heatmaps || []) this.drawBand(entry);
@@ -417,7 +436,7 @@ export class LayerPanel {
   renderLabels(rows, rowH) {
     clear(this.labels);
     // Leave room for the run title line above the maps.
-    this.labels.append(el("div", { class: "ms-heatmap-run ms-heatmap-labels-head", text: `${rows.length} row${rows.length === 1 ? "" : "s"}` }));
+    this.labels.append(el("div", { class: "ms-heatmap-run ms-heatmap-labels-head", "data-testid": "heatmap-y-title", text: `layer (${rows.length} row${rows.length === 1 ? "" : "s"})` }));
     const showText = rowH >= 9;
     const list = el("div", { class: "ms-heatmap-label-list", style: { height: `${rows.length * rowH}px` } });
     rows.forEach((row, i) => {
@@ -441,7 +460,7 @@ export class LayerPanel {
       label.append(el("span", { class: "ms-heatmap-label-text", text: row.label }));
       if (row.kind === "group") label.append(el("span", { class: "ms-muted ms-heatmap-count", text: ` ${row.members.length}` }));
       if (mark && showText) {
-        label.append(el("span", { class: `ms-mark ms-mark-${mark}`, "data-testid": "heatmap-mark", text: MARK_TEXT[mark].text, title: MARK_TEXT[mark].title }));
+        label.append(el("span", { class: `ms-mark ms-mark-${mark}`, "data-testid": "heatmap-mark", text: this.markText[mark].text, title: this.markText[mark].title }));
       } else if (mark) {
         label.classList.add(`ms-heatmap-label-marked-${mark}`);
       }
@@ -453,12 +472,11 @@ export class LayerPanel {
   renderAxis(axis, d, width) {
     clear(axis);
     if (!d.cols) return;
-    const ticks = Math.max(2, Math.min(6, Math.floor(width / 110)));
-    for (let k = 0; k < ticks; k++) {
-      const col = Math.round((k / (ticks - 1)) * (d.cols - 1));
-      const x = ((col + 0.5) / d.cols) * width;
-      axis.append(el("span", { class: "ms-heatmap-tick", style: { left: `${x}px` }, text: formatStep(d.steps[col]) }));
+    const ticks = stepTicks(d.steps, width);
+    for (const t of ticks) {
+      axis.append(el("span", { class: `ms-heatmap-tick ms-tick-${t.align}`, "data-testid": "heatmap-tick", "data-step": String(t.step), style: { left: `${t.x}px` }, text: formatStep(t.step) }));
     }
+    axis.append(el("div", { class: "ms-axis-title", "data-testid": "heatmap-x-title", text: "step" }));
   }
 
   renderLegend() {
@@ -485,7 +503,7 @@ export class LayerPanel {
     this.legend.append(
       el("div", { class: "ms-heatmap-legend-scale" }, bar, ticks),
       specials,
-      el("div", { class: "ms-muted ms-heatmap-legend-note", text: SCALE_NOTE[this.scaleKind] || "" }),
+      el("div", { class: "ms-muted ms-heatmap-legend-note", text: this.scaleNote[this.scaleKind] || "" }),
     );
     this.legend.dataset.scale = this.scaleKind;
     this.legend.dataset.lo = String(scale.lo);
@@ -501,8 +519,8 @@ export class LayerPanel {
       this.notes.append(el("span", { class: `ms-note${bad ? " ms-note-bad" : ""}`, title, text, "data-testid": testid }));
     if (this.scaleKind === "ratio") {
       const slow = counts.slow + counts.frozen;
-      if (slow) add(`${slow} layer${slow === 1 ? "" : "s"} not learning in ${primary.run}`, `Mean update ratio below 1e-${-RATIO_SLOW}, or weight unchanged`, true, "note-slow");
-      if (counts.fast) add(`${counts.fast} layer${counts.fast === 1 ? "" : "s"} too fast in ${primary.run}`, `Mean update ratio above 1e${RATIO_FAST}`, true, "note-fast");
+      if (slow) add(`${slow} layer${slow === 1 ? "" : "s"} not learning in ${primary.run}`, `Mean update ratio below ${formatValue(this.marks.raw.slow)}, or weight unchanged`, true, "note-slow");
+      if (counts.fast) add(`${counts.fast} layer${counts.fast === 1 ? "" : "s"} too fast in ${primary.run}`, `Mean update ratio above ${formatValue(this.marks.raw.fast)}`, true, "note-fast");
     }
     if (counts.nonfinite || primary.d.summary.nonfinite) add(`${primary.d.summary.nonfinite} NaN/Inf value${primary.d.summary.nonfinite === 1 ? "" : "s"}`, "Cells with NaN or infinite values are magenta", true, "note-nonfinite");
     for (const s of this.shown) {
@@ -604,7 +622,7 @@ export class LayerPanel {
       }),
     );
     if (generation !== this.detailGeneration) return;
-    if (!this.detailChart) this.detailChart = new LineChart(this.detailChartHost, { height: 200 });
+    if (!this.detailChart) this.detailChart = new LineChart(this.detailChartHost, { height: 200, yAxis: this.yAxis });
     const opts = { ...this.chartOpts, showInterval: false, logY: this.scaleKind !== "linear" };
     const drawn = this.detailChart.update(series.filter(Boolean), opts);
     Object.assign(this.detailChartHost.dataset, { state: "drawn", points: String(drawn.points), layer: row.fullName });

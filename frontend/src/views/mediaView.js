@@ -310,9 +310,6 @@ export function mountMedia(dashboard) {
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
   section.refresh();
-  const app = dashboard && dashboard.app;
-  if (app && typeof MutationObserver !== "undefined") {
-    new MutationObserver(() => section.refresh()).observe(app, { attributes: true, attributeFilter: ["data-refresh-count"] });
-  }
+  if (dashboard) dashboard.events.on("refresh", () => section.refresh());
   return section;
 }

@@ -212,7 +212,7 @@ export class RunInfoSection {
     try {
       infos = await fetchRunInfos();
     } catch (e) {
-      // An older server without the route, or a failed request: keep what is shown.
+      // A failed request: keep what is shown.
       this.element.dataset.error = e && e.message ? e.message : String(e);
       return;
     }
@@ -249,10 +249,9 @@ export function mountRunInfo(dashboard) {
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
   section.refresh();
-  const app = dashboard && dashboard.app;
-  if (app) app.addEventListener("ms-visible-runs", () => section.render());
-  if (app && typeof MutationObserver !== "undefined") {
-    new MutationObserver(() => section.refresh()).observe(app, { attributes: true, attributeFilter: ["data-refresh-count"] });
+  if (dashboard) {
+    dashboard.events.on("visible-runs", () => section.render());
+    dashboard.events.on("refresh", () => section.refresh());
   }
   return section;
 }

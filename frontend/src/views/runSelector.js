@@ -91,7 +91,7 @@ export class RunSelector {
           { title: run },
           box,
           el("span", { class: "ms-swatch", style: { background: colors.get(run) || "#999" } }),
-          el("span", { class: "ms-run-name", text: run }),
+          el("span", { class: "ms-run-name", "data-testid": "run-name", text: run, title: run }),
         ),
       );
       this.list.append(item);
