@@ -26,6 +26,12 @@ def hover_step(frame, tag, step):
     return rows
 
 
+def set_tensorboard_theme(page, name):
+    page.click("button[aria-label='Menu for changing light or dark theme']")
+    page.click("[role=menuitem]:has-text('%s')" % name)
+    page.wait_for_selector("[role=menu]", state="detached")
+
+
 def test_charts_never_mislead(page, dashboard_server):
     base, written = dashboard_server
     frame = open_tab(page, base)
@@ -74,16 +80,17 @@ def test_charts_never_mislead(page, dashboard_server):
     wait_attr(frame, "core/loss", "runCount", "v === '2'")
     assert frame.eval_on_selector('[data-testid=chart-card][data-tag="core/loss"]', "(c) => c.dataset.empty") == "false"
 
-    # Dark mode follows TensorBoard's (the class it puts on its page's body), both ways.
+    # Dark mode follows TensorBoard's own theme menu (it puts the class dark-mode on its page's body), both ways.
     light_bg = frame.evaluate("() => getComputedStyle(document.body).backgroundColor")
-    page.evaluate("() => document.body.classList.add('dark-mode')")
+    set_tensorboard_theme(page, "Dark")
+    assert page.evaluate("() => document.body.classList.contains('dark-mode')")
     frame.wait_for_function("() => document.querySelector('[data-testid=mindspore-dashboard]').dataset.theme === 'dark'")
     dark_bg = frame.evaluate("() => getComputedStyle(document.body).backgroundColor")
     assert dark_bg != light_bg
     assert sum(int(x) for x in dark_bg[dark_bg.index("(") + 1:dark_bg.index(")")].split(",")[:3]) < 3 * 80, dark_bg
     wait_drawn(frame)
     screenshot(page, "honest-dark-mode.png")
-    page.evaluate("() => document.body.classList.remove('dark-mode')")
+    set_tensorboard_theme(page, "Light")
     frame.wait_for_function("() => document.querySelector('[data-testid=mindspore-dashboard]').dataset.theme === 'light'")
     assert_same_origin(page, base)
     assert page.console_errors == [], page.console_errors
