@@ -2,6 +2,7 @@
 // end, the centre and the grid minimum, axes and a colour bar; and the 1-D profile of an interpolation.
 // Everything is drawn with the canvas 2-D API; text comes only from numbers and the labels the route sends.
 
+import { themeColor } from "../theme.js";
 import {
   axisValue,
   bilinear,
@@ -56,7 +57,7 @@ function drawColorBar(ctx, scale, x, y, w, h) {
   ctx.strokeStyle = "#bdbdbd";
   ctx.lineWidth = 1;
   ctx.strokeRect(x + 0.5, y + 0.5, w - 1, h - 1);
-  ctx.fillStyle = AXIS;
+  ctx.fillStyle = themeColor("--ms-muted", AXIS);
   ctx.font = FONT;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
@@ -81,7 +82,7 @@ function drawAxes(ctx, box, xr, yr, labels, vertical = true) {
   ctx.strokeStyle = "#9e9e9e";
   ctx.lineWidth = 1;
   ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w - 1, box.h - 1);
-  ctx.fillStyle = AXIS;
+  ctx.fillStyle = themeColor("--ms-muted", AXIS);
   ctx.font = FONT;
   ctx.textAlign = "center";
   ctx.textBaseline = "top";

@@ -371,7 +371,8 @@ export class Surface3D {
   renderGl(mvp, eye) {
     const gl = this.gl;
     gl.viewport(0, 0, this.canvas.width, this.canvas.height);
-    gl.clearColor(1, 1, 1, 1);
+    const bg = background();
+    gl.clearColor(bg[0] / 255, bg[1] / 255, bg[2] / 255, 1);
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     gl.enable(gl.DEPTH_TEST);
     gl.enable(gl.BLEND);
@@ -429,7 +430,7 @@ export class Surface3D {
     const ctx = this.canvas.getContext("2d");
     const dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = "#fff";
+    ctx.fillStyle = `rgb(${background().join(",")})`;
     ctx.fillRect(0, 0, this.width, this.height);
     const { nx, ny } = this.ls;
     const v = this.geometry.verts;
@@ -538,6 +539,12 @@ export class Surface3D {
       delete d.pathEnd;
     }
   }
+}
+
+/** The page's card colour as [r, g, b] (white, or the dark theme's surface). */
+function background() {
+  const dark = typeof document !== "undefined" && document.documentElement.classList.contains("ms-dark");
+  return dark ? [58, 58, 58] : [255, 255, 255];
 }
 
 const BOX_CORNERS = [];
