@@ -179,9 +179,10 @@ class SummaryWriter:
         last_flush = time.monotonic()
         dirty = False
         while True:
+            stop = False
+            markers = []
             try:
-                stop = False
-                markers = []
+                written = 0
                 while self._items:
                     item = self._items.popleft()
                     if item is _STOP:
@@ -193,18 +194,23 @@ class SummaryWriter:
                     if self.failed is None:
                         self._write_item(item)
                         dirty = True
+                        written += 1
+                        if written % 256 == 0 and time.monotonic() - last_flush >= self._flush_secs:
+                            break       # a long burst: flush on time, then go on
                 if stop or markers or (dirty and time.monotonic() - last_flush >= self._flush_secs):
                     self._flush_file()
                     dirty = False
                     last_flush = time.monotonic()
-                for m in markers:
-                    m.done = True
-                if stop:
-                    return
             except Exception:   # never let the writer thread die: a dead thread would block flush and close
                 logger.exception("tb-mindspore: writer error on %s", self.path)
-            self._wake.wait(_POLL_SECS)
-            self._wake.clear()
+            finally:
+                for m in markers:
+                    m.done = True
+            if stop:
+                return
+            if not self._items:
+                self._wake.wait(_POLL_SECS)
+                self._wake.clear()
 
     def _write_item(self, item):
         step, wall_time, builder, args, sticky = item
