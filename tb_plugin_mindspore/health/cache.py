@@ -85,7 +85,7 @@ class HealthCache:
 
     def report(self, ctx, eid, runs=None):
         """The findings report (``engine.report``'s shape) of every run, or of the runs in ``runs``."""
-        listing = sources.ProviderListing(self._provider, ctx, eid, self._listings)
+        listing = sources.ProviderListing(self._provider, ctx, eid, self._listings, runs=runs)
         names = listing.runs(runs)
         tokens = {run: listing.token(run, self._logdir) for run in names}
         entries, missing = {}, []

@@ -96,16 +96,17 @@ class ProviderListing:
     ``ours``: ``{run: {tag: (content, tensor time series)}}`` of the series of our plugin a rule reads (interval
     statistics of a scalar a rule reads, per-layer vectors, run information); ``histograms``: ``{run: (tag, ...)}``.
     ``listings``: a :class:`~tb_plugin_mindspore.reading.series_cache.Listings` (shared with the plugin's other
-    routes) or ``None`` to ask the provider directly.
+    routes) or ``None`` to ask the provider directly; ``runs``: list only these runs (``None``: all).
     """
 
-    def __init__(self, data_provider, ctx, experiment_id, listings=None):
+    def __init__(self, data_provider, ctx, experiment_id, listings=None, runs=None):
         from ..reading import series_cache
 
         listings = listings or series_cache.Listings(data_provider, ttl=0.0)
-        self.scalars = listings.last_scalars(ctx, experiment_id)
+        runs = set(runs) if runs else None     # only these runs (None: all)
+        self.scalars = series_cache.only(listings.last_scalars(ctx, experiment_id), runs)
         self.ours, self.landscapes = {}, {}
-        for run, tags in listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME).items():
+        for run, tags in series_cache.only(listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME), runs).items():
             for tag, ts in tags.items():
                 content = series_cache.parsed_content(ts.plugin_content)
                 if content is not None and _rule_reads(content, tag):
@@ -116,7 +117,7 @@ class ProviderListing:
             hists = listings.tensors(ctx, experiment_id, HISTOGRAMS_PLUGIN)
         except Exception:  # a provider without histograms must not stop the check
             hists = {}
-        self.histograms = {run: tuple(sorted(tags)) for run, tags in hists.items()}
+        self.histograms = {run: tuple(sorted(tags)) for run, tags in series_cache.only(hists, runs).items()}
 
     def runs(self, only=None):
         """Runs with scalars or our plugin's data (restricted to ``only``), sorted."""

@@ -12,7 +12,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import batch, downsample, histograms, layers, series_cache
+from . import batch, downsample, encode, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -22,8 +22,9 @@ _READ_ALL = 10 ** 9
 
 
 class DataView:
-    def __init__(self, data_provider):
+    def __init__(self, data_provider, cache=None):
         self._provider = data_provider
+        self._cache = cache if cache is not None else series_cache.ResponseCache(max_bytes=32 * 1024 * 1024)
         # The provider's listings, shared with the other routes and reused for up to a second (see series_cache).
         self._listings = series_cache.listings_for(data_provider)
         self._parsed = None   # (listing, {run: {tag: parsed content}})
@@ -96,29 +97,45 @@ class DataView:
 
     # -- one series ------------------------------------------------------------------------------------------------
     def scalars(self, ctx, eid, run, tag, max_points):
+        """The ``scalars`` answer (``encode.Gzipped`` JSON; values unrounded), kept while the series and its
+        interval band are unchanged (their last point and newest step are the freshness token, as for
+        ``scalars_batch``)."""
+        datum = self._scalar_listing(ctx, eid, [run]).get(run, {}).get(tag)
+        if datum is None:
+            if not self._scalar_listing(ctx, eid, [run]):
+                raise errors.NotFoundError("no run named %r" % run)
+            raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
+        iseries = (self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME).get(run) or {}).get(
+            metadata.interval_tag(tag))
+        token = (datum.step, datum.wall_time, (iseries.max_step, iseries.max_wall_time) if iseries else None)
+        key = ("scalars", run, tag, max_points)
+        answer = self._cache.get(key, token)
+        if answer is None:
+            answer = encode.Gzipped(encode.dumps(self._scalars_body(ctx, eid, run, tag, max_points)))
+            self._cache.put(key, token, answer, size=len(answer))
+        return answer
+
+    def _scalars_body(self, ctx, eid, run, tag, max_points):
         rtf = tb_provider.RunTagFilter(runs=[run], tags=[tag])
         data = self._provider.read_scalars(
             ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL, run_tag_filter=rtf
         )
         points = data.get(run, {}).get(tag)
-        if points is None:
-            if run not in self._scalar_listing(ctx, eid, [run]):
-                raise errors.NotFoundError("no run named %r" % run)
+        if points is None:   # gone since the listing
             raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
         points = sorted(points, key=lambda d: (d.step, d.wall_time))
         table = np.array([(d.step, d.wall_time, d.value) for d in points], dtype=np.float64).reshape(-1, 3)
         keep = downsample.keep_indices(table[:, 2], max_points)
-        out = {
+        return {
             "run": run,
             "tag": tag,
             "tier": metadata.tier_of(tag),
             "display_name": metadata.display_name(tag),
             "total_points": int(table.shape[0]),
             "downsampled": bool(keep.size < table.shape[0]),
-            "points": [[int(s), float(w), float(v)] for s, w, v in table[keep]],
+            "points": [[int(s), encode.json_float(w), encode.json_float(v)] for s, w, v in table[keep]],
             "interval": self._interval(ctx, eid, run, tag, max_points),
         }
-        return out
 
     def _interval(self, ctx, eid, run, tag, max_points):
         itag = metadata.interval_tag(tag)
@@ -130,4 +147,4 @@ class DataView:
         if rows is None:
             return None
         merged = downsample.bucket_intervals(rows, max_points)
-        return [[int(r[0])] + [float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
+        return [[int(r[0])] + [encode.json_float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
