@@ -377,7 +377,7 @@ def test_work_between_epochs_is_neither_data_wait_nor_step_time(tmp_path):
     set_mode("graph")
     import mindspore.dataset as ds
 
-    def run(name, delay, slow_epoch_end=True):
+    def run(name, delay, slow_epoch_end=True, epochs=6):
         net = dense_net()
         model = Model(MonitoredTrainCell.wrap(net, nn.SoftmaxCrossEntropyWithLogits(**CE),
                                               nn.SGD(net.trainable_params(), 0.01)))
@@ -385,7 +385,7 @@ def test_work_between_epochs_is_neither_data_wait_nor_step_time(tmp_path):
         monitor = TrainMonitor(str(tmp_path / name), collect_freq=1, debug=["data_wait"], debug_freq=1,
                                eval_dataset=classification_data(2, seed=5), registry=None)
         callbacks = [SlowEpochEnd(), monitor] if slow_epoch_end else [monitor]
-        model.train(6, data, callbacks=callbacks, dataset_sink_mode=False)
+        model.train(epochs, data, callbacks=callbacks, dataset_sink_mode=False)
         assert monitor.errors == 0
         scalars, _ = read_run(tmp_path / name)
         return ([v for s, v in scalars[metadata.DATA_WAIT_MS] if s > 1],
@@ -395,9 +395,9 @@ def test_work_between_epochs_is_neither_data_wait_nor_step_time(tmp_path):
     assert len(waits) == 5 and max(waits) < 200, waits
     assert len(step_times) == 4 and max(step_times) < 200, step_times
     # 8 samples x 100 ms per batch and nothing between epochs to hide the loading behind: the wait is still seen
-    # (the first may have been prefetched while step 1 compiled).
-    waits, _ = run("slow", 0.1, slow_epoch_end=False)
-    assert np.median(waits) > 400, waits
+    # (the first ones may have been prefetched while step 1 compiled: more of them on a loaded machine).
+    waits, _ = run("slow", 0.1, slow_epoch_end=False, epochs=8)
+    assert sum(w > 400 for w in waits) >= 3, waits
 
 
 # ---------------------------------------------------------------------------------------------------------------
