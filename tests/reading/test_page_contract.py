@@ -32,7 +32,9 @@ def test_a_configured_threshold_moves_the_heatmap_mark():
 def test_the_frontend_fixture_is_what_the_server_answers():
     """frontend/test/fixtures/contract.json (the page's unit tests read it) must not drift from the server."""
     with open(FIXTURE, encoding="utf-8") as f:
-        assert json.load(f) == json.loads(json.dumps(page_contract.build()))
+        assert json.load(f) == json.loads(json.dumps(page_contract.build())), (
+            "regenerate it: python -c \"import json; from tb_plugin_mindspore.reading import page_contract as p; "
+            "print(json.dumps(p.build(), indent=1, ensure_ascii=False, sort_keys=True))\" > frontend/test/fixtures/contract.json")
 
 
 def test_contract_route_through_tensorboard(tmp_path):
