@@ -268,3 +268,18 @@ def test_a_later_lineage_file_overrides_an_earlier_one(tmp_path, ms_layouts, ms_
         assert lineage["hparams"]["epoch"] == epochs
         # The dataset graph is the later file's whole (the image pipeline's only when it is the later one).
         assert ("ImageFolderDataset" in json.dumps(lineage["dataset_graph"])) == (epochs == 1)
+
+
+def test_graph_only_run_is_reported_as_such_by_check(tmp_path, ms_layouts, capsys):
+    """SummaryRecord(network=...) that recorded no value yet: the file holds the graph only."""
+    from tb_plugin_mindspore import records
+    from tb_plugin_mindspore.reading import ms_files, ms_proto
+
+    (name,) = [n for n in os.listdir(os.path.join(ms_layouts.root, "kinds")) if n.endswith("_MS")]
+    payloads, _, _ = ms_files.MsFile(os.path.join(ms_layouts.root, "kinds", name)).read_payloads(1 << 20)
+    kept = [p for p in payloads if ms_proto.EventView.FromString(p).WhichOneof("what") != "summary"]
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / name).write_bytes(b"".join(records.frame(p) for p in kept))
+    assert cli.main(["check", str(tmp_path), "--format", "json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["status"] == "ok" and "computational graph" in run["findings"][0]["message"]
