@@ -267,6 +267,9 @@ export function normalizeHistograms(body) {
     total_steps: Number(body.total_steps) || 0,
     downsampled: Boolean(body.downsampled),
     rows: decodeRows(body.rows),
+    // MindSpore histograms' NaN / +Inf / -Inf counts: [[step, nan, pos_inf, neg_inf]] for the shown steps.
+    nonfinite: Array.isArray(body.nonfinite) ? body.nonfinite.filter(Array.isArray).map((r) => r.map((v) => Number(v) || 0)) : [],
+    nonfinite_steps: Number(body.nonfinite_steps) || 0,
   };
 }
 

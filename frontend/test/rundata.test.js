@@ -16,6 +16,7 @@ import {
   tensorStatsText,
 } from "../src/views/runDataModel.js";
 import { nonfiniteNote } from "../src/views/histogramCard.js";
+import { normalizeHistograms } from "../src/api.js";
 
 test("values as text: float32 noise gone, integers whole, non-finite by name, objects as JSON", () => {
   assert.equal(formatValue(0.05000000074505806), "0.05");
@@ -164,4 +165,13 @@ test("histogram NaN/Inf note from MindSpore's counts", () => {
     nonfiniteNote([{ run: "a", data: { nonfinite: [[1, 135, 0, 0], [3, 135, 2, 1]], nonfinite_steps: 3 } }]),
     "NaN/Inf values (not in the bands): a: 3 steps, at step 3 135 NaN, 2 +Inf, 1 −Inf",
   );
+});
+
+test("histogram answers keep MindSpore's NaN/Inf counts", () => {
+  const body = { run: "a", tag: "w", rows: [], nonfinite: [[3, 135, 0, 0], "x"], nonfinite_steps: 3 };
+  const data = normalizeHistograms(body);
+  assert.deepEqual(data.nonfinite, [[3, 135, 0, 0]]);
+  assert.equal(data.nonfinite_steps, 3);
+  assert.deepEqual(normalizeHistograms({ run: "a", tag: "w", rows: [] }).nonfinite, []);
+  assert.match(nonfiniteNote([{ run: "a", data }]), /a: 3 steps, at step 3 135 NaN/);
 });

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from browser_helpers import assert_same_origin, open_tab, screenshot
+from browser_helpers import ARTIFACTS, assert_same_origin, open_tab, screenshot
 from ms_training import MONITORED_HPARAMS
 from tb_harness import tensorboard_process
 from tb_plugin_mindspore import summary
@@ -228,7 +228,8 @@ def layouts(tmp_path_factory):
 
 def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts):
     """An evaluation-only SummaryCollector run (a lineage file, no series) is shown with its metrics and no
-    checkbox, also when it is all there is; a resumed run lists its files and what the later one superseded."""
+    checkbox, also when it is all there is; a resumed run lists its files and what the later one superseded; a
+    MindSpore histogram's NaN count shows under its distribution."""
     only = tmp_path / "only"
     layouts.copy_run("evalonly", only)
     with tensorboard_process(only) as base:
@@ -243,7 +244,7 @@ def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts)
         screenshot(page, "run_data_eval_only.png")
         assert page.console_errors == []
     both = tmp_path / "both"
-    for run in ("evalonly", "resume"):
+    for run in ("evalonly", "resume", "edge"):
         layouts.copy_run(run, both)
     with tensorboard_process(both) as base:
         frame = open_tab(page, base)
@@ -259,4 +260,11 @@ def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts)
         assert frame.query_selector("[data-testid=runinfo-card][data-run=evalonly]") is not None
         assert frame.query_selector("[data-testid=runinfo-none-checked]") is not None
         screenshot(page, "run_data_files.png")
+        # MindSpore's NaN counts under the distribution (135 of 216 weights NaN at every step).
+        card = frame.wait_for_selector('[data-testid=histogram-card][data-tag="nanw"]', timeout=30000)
+        card.scroll_into_view_if_needed()
+        note = frame.wait_for_selector('[data-testid=histogram-card][data-tag="nanw"] [data-testid=hist-nonfinite]',
+                                       timeout=30000)
+        assert "edge: 3 steps, at step 3 135 NaN, 0 +Inf, 0 −Inf" in note.inner_text()
+        card.screenshot(path=os.path.join(ARTIFACTS, "run_data_nonfinite.png"))
         assert page.console_errors == []
