@@ -25,6 +25,10 @@ Per loader (``--load_fast=false``: TensorBoard's Python loader; ``true``: its Ru
 * server memory (resident set of ``tensorboard`` plus its data server): after loading, before the load (every
   route answered once), the peak during it, and after it.
 
+``--soak SECONDS``: instead, one run is written for that long (``--soak-rate`` recorded steps a second, the
+callbacks' layout) while, per loader, one ``tensorboard`` with the plugin's sample limits and one keeping every
+point read it; their memory is sampled every 10 s.
+
 Targets (issue 14): health of 100,000 steps x 30 tags warm <= 300 ms, cold <= 3 s; 200 runs warm <= 1 s; load:
 0 errors, p99 <= 2 s, memory after within 20 % of before. Prints a table, then, as the last line, one JSON object.
 """
@@ -463,6 +467,60 @@ def print_table(results, args):
         print("%-*s  %-30s %s" % (width, row[0], row[1], row[2]))
 
 
+# -- memory while a run grows -------------------------------------------------------------------------------------
+SOAK_SCALARS = CORE
+SOAK_INTERVALS = ["core/loss", "core/grad_norm", "core/step_time_ms"]
+
+
+def soak(path, loaders, seconds, rate, sample_every=10.0):
+    """One run written at ``rate`` recorded steps a second for ``seconds`` s (5 scalars and 3 interval rows a step,
+    one value per event as the callbacks write them), read at the same time by a ``tensorboard`` per loader with
+    the plugin's sample limits and one with every point kept. Returns the memory samples of each server."""
+    from tb_plugin_mindspore.writer import SummaryWriter
+
+    logdir = os.path.join(path, "soak")
+    shutil.rmtree(logdir, ignore_errors=True)
+    os.makedirs(os.path.join(logdir, "run"))
+    servers = {}
+    for loader in loaders:
+        servers[(loader, "plugin defaults")] = Server(logdir, loader)
+        servers[(loader, "keep all")] = Server(logdir, loader, ["--samples_per_plugin",
+                                                                "scalars=100000000,mindspore=0"])
+    samples = {key: [] for key in servers}
+    step = 0
+    t0 = time.time()
+    next_sample = t0
+    try:
+        with SummaryWriter(os.path.join(logdir, "run"), max_queue=100000, flush_secs=1.0) as w:
+            while time.time() - t0 < seconds:
+                target = int((time.time() - t0) * rate)
+                while step < target:
+                    step += 1
+                    loss = 2.0 / math.sqrt(step)
+                    for k, tag in enumerate(SOAK_SCALARS):
+                        w.scalar(tag, loss + k, step)
+                    for tag in SOAK_INTERVALS:
+                        w.interval(tag, 0.9 * loss, loss, 1.1 * loss, 10, 0, step)
+                if time.time() >= next_sample:
+                    next_sample += sample_every
+                    for key, server in servers.items():
+                        samples[key].append((round(time.time() - t0, 1), step, round(server.rss(), 1)))
+                time.sleep(0.05)
+        time.sleep(sample_every)
+        for key, server in servers.items():
+            samples[key].append((round(time.time() - t0, 1), step, round(server.rss(), 1)))
+            try:
+                _, body = get_json(server.base, "/scalars", {"run": "run", "tag": "core/loss", "max_points": 10},
+                                   timeout=60)
+                samples[key].append(("loaded", body["points"][-1][0], body["total_points"]))
+            except (OSError, RuntimeError, ValueError, KeyError, IndexError) as e:
+                samples[key].append(("loaded", None, type(e).__name__))
+    finally:
+        for server in servers.values():
+            server.close()
+    return {"%s / %s" % key: v for key, v in samples.items()}, step
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", default=os.path.join(tempfile.gettempdir(), "tb-mindspore-bench", "server_load"),
@@ -476,6 +534,9 @@ def parse_args(argv=None):
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--reload-interval", type=int, default=5, help="tensorboard's --reload_interval")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds between the load and 'after'")
+    parser.add_argument("--soak", type=float, default=0.0,
+                        help="instead of the load: write one run for this many seconds and sample server memory")
+    parser.add_argument("--soak-rate", type=float, default=200.0, help="recorded steps a second in --soak")
     parser.add_argument("--keep-all", action="store_true",
                         help="--samples_per_plugin %s (every point in memory)" % KEEP_ALL)
     args = parser.parse_args(argv)
@@ -489,6 +550,12 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.soak > 0:
+        samples, steps = soak(args.path, args.loaders.split(","), args.soak, args.soak_rate)
+        for key, rows in samples.items():
+            print("%-32s %s" % (key, "  ".join("%s s/%s: %s" % row for row in rows)))
+        print(json.dumps({"soak_s": args.soak, "steps": steps, "samples": samples}))
+        return
     data = os.path.join(args.path, "data")
     made = make_data(data, args.big_steps, args.big_tags, args.small_runs)
     results = [measure(data, loader, args) for loader in args.loaders.split(",")]
