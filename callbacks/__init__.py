@@ -25,6 +25,10 @@ from .landscape import (  # noqa: E402
 __all__ += ["LandscapeCallback", "LandscapeInterrupted", "compute_landscape", "interpolate",
             "landscape_from_checkpoint"]
 
+# Sharpness (top Hessian eigenvalue, trace, edge-of-stability line), see sharpness.py.
+from .sharpness import SharpnessCallback, SharpnessProbe  # noqa: E402
+__all__ += ["SharpnessCallback", "SharpnessProbe"]
+
 
 def run_demo(*args, **kwargs):
     """See :func:`tb_mindspore_callbacks.demo.run_demo` (imported lazily)."""

@@ -52,6 +52,14 @@ EVAL_LOSS = "diagnostic/eval_loss"
 EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>
 WEIGHT_NORM_GLOBAL = "diagnostic/weight_norm"
 WEIGHT_NORM_LAYERS = "diagnostic/layer_weight_norm"     # per-layer vector
+# Sharpness on a fixed probe batch (tb_mindspore_callbacks.sharpness): the Hessian's top eigenvalue, Hutchinson's
+# trace, Adam's preconditioned top eigenvalue, the optimizer's edge-of-stability line (2/lr for SGD, Cohen et al.
+# 2021; 38/lr for Adam with beta1 = 0.9, Cohen et al. 2022) and the watched value divided by that line.
+SHARPNESS = "diagnostic/sharpness/top_eigenvalue"
+HESSIAN_TRACE = "diagnostic/sharpness/hessian_trace"
+SHARPNESS_PRECONDITIONED = "diagnostic/sharpness/preconditioned"
+SHARPNESS_THRESHOLD = "diagnostic/sharpness/stability_threshold"
+SHARPNESS_RATIO = "diagnostic/sharpness/stability_ratio"
 
 UPDATE_RATIO_LAYERS = "debug/update_ratio"    # per-layer vector ||w_after - w_before|| / ||w_before||
 GRAD_NORM_LAYERS = "debug/layer_grad_norm"    # per-layer vector

@@ -42,6 +42,10 @@ ALIASES = {
     "data_wait_ms": (metadata.DATA_WAIT_MS, "data_wait_ms", "data/wait_ms", "timing/data_wait_ms",
                      "perf/data_wait_ms"),
     "weight_norm": (metadata.WEIGHT_NORM_GLOBAL, "weight_norm", "weights/norm"),
+    "sharpness": (metadata.SHARPNESS,),
+    "sharpness_adam": (metadata.SHARPNESS_PRECONDITIONED,),
+    "sharpness_threshold": (metadata.SHARPNESS_THRESHOLD,),
+    "sharpness_ratio": (metadata.SHARPNESS_RATIO,),
 }
 
 # Per-layer quantities: our per-layer vector tags, and families of per-layer scalars (``<prefix><layer name>``).
