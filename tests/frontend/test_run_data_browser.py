@@ -243,6 +243,7 @@ def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts)
         assert frame.query_selector("[data-testid=run-checkbox][data-run=evalonly]") is None
         screenshot(page, "run_data_eval_only.png")
         assert page.console_errors == []
+        page.goto("about:blank")  # the tab polls its server; leave it before that server stops
     both = tmp_path / "both"
     for run in ("evalonly", "resume", "edge"):
         layouts.copy_run(run, both)
