@@ -4,9 +4,11 @@ min / mean / max / count, every axis has a title with its unit, run names are wh
 collapse, the zoom reset says what it does, and the tab follows TensorBoard's dark mode. Screenshots go to
 test-artifacts/."""
 
+import os
+
 import pytest
 
-from browser_helpers import assert_same_origin, chart_attrs, chart_selector, open_tab, screenshot, wait_attr, wait_drawn
+from browser_helpers import ARTIFACTS, assert_same_origin, chart_attrs, chart_selector, open_tab, screenshot, wait_attr, wait_drawn
 
 
 def hover_step(frame, tag, step):
@@ -45,6 +47,8 @@ def test_charts_never_mislead(page, dashboard_server):
     assert chart_attrs(frame, "core/loss")["smoothing"] == "smoothed-bold"
     note = frame.locator('[data-testid=chart-card][data-tag="debug/data_wait_ms"] [data-testid=sparse-smoothing-note]')
     assert note.is_visible() and "raw line bold" in note.text_content()
+    frame.locator('[data-testid=chart-card][data-tag="debug/data_wait_ms"]').screenshot(
+        path=os.path.join(ARTIFACTS, "honest-sparse-smoothing.png"))
 
     # Axis titles with units (the contract route names them).
     assert chart_attrs(frame, "core/throughput")["yTitle"] == "throughput (samples/s)"
