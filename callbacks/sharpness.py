@@ -34,17 +34,20 @@ import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 from mindspore.train import Callback
 
-from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore import metadata, summary
 from tb_plugin_mindspore.landscape import directions as dirs
 from tb_plugin_mindspore.landscape import hessian
+from tb_plugin_mindspore.landscape.format import profile_record
 from tb_plugin_mindspore.writer import SummaryWriter
 
 from ._util import cb_get, find_optimizer, host_learning_rates, logger
 from .landscape_eval import EvalData, LossEvaluator, check_eval_data, resolve_loss_network
 
-__all__ = ["SharpnessCallback", "SharpnessProbe", "SharpnessResult", "optimizer_reference", "HVP_MODES"]
+__all__ = ["SharpnessCallback", "SharpnessProbe", "SharpnessResult", "optimizer_reference", "HVP_MODES",
+           "PROFILE_TAG"]
 
 HVP_MODES = ("forward", "central", "exact", "auto")
+PROFILE_TAG = "landscape/sharpness_profile"
 
 
 class _Grad(nn.Cell):
@@ -102,6 +105,7 @@ class SharpnessResult:
     seconds: float
     residual: float
     vector: np.ndarray = dataclasses.field(repr=False, default=None)
+    profile: Optional[dict] = dataclasses.field(repr=False, default=None)   # the landscape record, or None
 
 
 def _scalar(x):
@@ -154,18 +158,25 @@ class SharpnessProbe:
       iterations: Lanczos products per measurement (default 8; warm-started from the previous eigenvector; for
         Adam as many again for the preconditioned sharpness).
       trace_probes: Rademacher probes for the trace (default 2; 0: no trace).
+      profile_points: the 1-D sharpness profile, the loss at this many points along the top eigenvector and along a
+        random filter-normalized direction (default 21; 0: none), on the probe batch, every ``profile_every``-th
+        measurement (default 1).
       hvp: ``"forward"`` (default), ``"central"``, ``"exact"`` or ``"auto"``; fd_scale: the finite-difference step relative to
         the parameters' norm (default 1e-4).
     """
 
     def __init__(self, loss_network=None, probe_data=None, *, network=None, loss_fn=None, probe_samples=8,
-                 iterations=8, trace_probes=2, hvp="forward", fd_scale=1e-4, seed=0):
+                 iterations=8, trace_probes=2, profile_points=21, profile_every=1, hvp="forward", fd_scale=1e-4,
+                 seed=0):
         if hvp not in HVP_MODES:
             raise ValueError("hvp must be one of %s, got %r" % (", ".join(HVP_MODES), hvp))
         for name, value, low in (("probe_samples", probe_samples, 1), ("iterations", iterations, 1),
-                                 ("trace_probes", trace_probes, 0)):
+                                 ("trace_probes", trace_probes, 0), ("profile_every", profile_every, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError("%s must be an int >= %d, got %r" % (name, low, value))
+        if profile_points != 0 and (isinstance(profile_points, bool) or not isinstance(profile_points, int)
+                                    or not 3 <= profile_points <= 201):
+            raise ValueError("profile_points must be 0 or an int in 3..201, got %r" % (profile_points,))
         if not (isinstance(fd_scale, (int, float)) and 0 < fd_scale < 1):
             raise ValueError("fd_scale must be a number in (0, 1), got %r" % (fd_scale,))
         if probe_data is None:
@@ -175,6 +186,8 @@ class SharpnessProbe:
         self.probe_data = probe_data
         self.probe_samples = probe_samples
         self.iterations, self.trace_probes = iterations, trace_probes
+        self.profile_points, self.profile_every = profile_points, profile_every
+        self._measurements = 0
         self.hvp_mode, self.fd_scale, self.seed = hvp, fd_scale, seed
         self._ev = None
         self._vector = None       # the previous top eigenvectors: warm starts
@@ -260,6 +273,8 @@ class SharpnessProbe:
             self._count += 1
             return self._exact_hvp(v) if mode == "exact" else self._fd_hvp(v, w0, g0)
         f.mode = mode
+        if g0 is not None:
+            f.slope = lambda v: float(g0 @ v)   # the directional derivative, for the profile's quadratic model
         return f
 
     def session(self):
@@ -290,17 +305,50 @@ class SharpnessProbe:
             trace = {"trace": float("nan"), "std_error": float("nan")}
             if self.trace_probes:
                 trace = hessian.hutchinson_trace(f, dim, self.trace_probes, seed=self.seed + int(step))
+            hvps = self._count
+            profile = None
+            if self.profile_points and self._measurements % self.profile_every == 0:
+                profile = self._profile(step, top["eigenvalue"], f)
+        self._measurements += 1
         threshold = hessian.stability_threshold(kind, lr, beta) if kind is not None and lr is not None else None
         watched = pre if kind == "adam" else top["eigenvalue"]
         ratio = watched / threshold if threshold and watched is not None and np.isfinite(threshold) else None
+        if profile is not None:
+            profile["metadata"].update({"threshold": threshold, "optimizer": kind, "lr": lr})
         return SharpnessResult(int(step), top["eigenvalue"], trace["trace"], trace["std_error"], pre, threshold,
-                               ratio, kind, lr, self._count, f.mode, time.perf_counter() - started,
-                               top["residual"], self._vector)
+                               ratio, kind, lr, hvps, f.mode, time.perf_counter() - started,
+                               top["residual"], self._vector, profile)
+
+    def _profile(self, step, sharpness, f):
+        """The loss along the top eigenvector and a random filter-normalized direction (both unit length), over
+        +-r with r = sqrt(2 L0 / sharpness): the quadratic model rises by L0 at the ends along the eigenvector."""
+        w0 = self._ev.read()
+        flat = self.layout.flatten(w0, dtype=np.float64)
+        loss0 = self._ev.loss()
+        slope = float(getattr(f, "slope", lambda v: np.nan)(self._vector))
+        r = float(np.sqrt(2.0 * max(abs(loss0), 1e-6) / sharpness)) if sharpness > 0 else 1e-2 * np.linalg.norm(flat)
+        (rand,) = dirs.random_directions(w0, seed=self.seed, count=1)
+        rand = self.layout.flatten(rand, dtype=np.float64)
+        rand /= max(float(np.linalg.norm(rand)), 1e-30)
+        ts = np.linspace(-r, r, self.profile_points)
+        rows = []
+        for d in (self._vector, rand):
+            row = []
+            for t in ts:
+                self._ev.write(self.layout.unflatten((flat + t * d).astype(np.float32)))
+                row.append(self._ev.loss())
+            rows.append(row)
+        self._ev.write(w0)
+        return profile_record(ts, rows, ["top Hessian eigenvector", "random direction (filter-normalized)"],
+                              loss0, sharpness, slope, step=int(step), num_samples=int(self._ev.num_samples))
 
 
 def write_result(writer, result, wall_time=None):
-    """Writes a :class:`SharpnessResult` as diagnostic scalars (``metadata.SHARPNESS_*``)."""
+    """Writes a :class:`SharpnessResult` as diagnostic scalars (``metadata.SHARPNESS_*``) and its profile as a
+    landscape (``landscape/sharpness_profile``)."""
     r, step = result, result.step
+    if r.profile is not None:
+        writer.value(summary.landscape(PROFILE_TAG, r.profile), step, wall_time)
     writer.scalar(metadata.SHARPNESS, r.sharpness, step, wall_time)
     if np.isfinite(r.trace):
         writer.scalar(metadata.HESSIAN_TRACE, r.trace, step, wall_time)

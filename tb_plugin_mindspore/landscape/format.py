@@ -22,7 +22,7 @@ import numpy as np
 
 SOURCE = "tb_mindspore_callbacks"
 FORMAT = 1
-DECOMPOSITION = {"random": "Random", "pca": "PCA", "interpolation": "Interpolation"}
+DECOMPOSITION = {"random": "Random", "pca": "PCA", "interpolation": "Interpolation", "profile": "Profile"}
 
 
 def _floats(values):
@@ -68,6 +68,24 @@ def landscape_record(x, y, z, method, path=None, center=None, unit="step", step_
         cx, cy, cz = center
         record["convergence_point"] = {"x": _floats([cx]), "y": _floats([cy]), "z": _floats([cz])}
     return record
+
+
+def profile_record(t, rows, labels, loss0, sharpness, slope=None, **metadata):
+    """A 1-D "sharpness profile": ``rows[k][i]`` the loss at distance ``t[i]`` (parameter-space L2) from the current
+    parameters along direction ``labels[k]`` (first: the top Hessian eigenvector). Written as a landscape record
+    with ``method: "profile"``, ``dims: 1``, one row of ``z`` per direction; ``metadata.quadratic`` holds the
+    second-order model ``loss0 + slope t + sharpness t^2 / 2`` along the eigenvector."""
+    rows = np.asarray(rows, np.float64)
+    if rows.ndim != 2 or rows.shape[0] != len(labels) or rows.shape[1] != len(t):
+        raise ValueError("profile rows must be (directions, points) = (%d, %d), got %s"
+                         % (len(labels), len(t), rows.shape))
+    quadratic = {"loss0": float(loss0), "slope": None if slope is None or not np.isfinite(slope) else float(slope),
+                 "curvature": float(sharpness)}
+    meta = {"dims": 1, "lines": [str(s) for s in labels], "sharpness": float(sharpness), "quadratic": quadratic,
+            "x_label": "distance from the current parameters (L2)", "y_label": ""}
+    meta.update(metadata)
+    return landscape_record(t, np.arange(len(labels), dtype=np.float64), rows, "profile", center=(0.0, 0.0, loss0),
+                            **meta)
 
 
 _none_to_nan = np.vectorize(lambda v: np.nan if v is None else float(v), otypes=[np.float64])

@@ -215,11 +215,14 @@ def _default_label(rec, axis):
         return "PC%d" % (axis + 1)
     if method == "interpolation":
         return "alpha" if axis == 0 else ""
+    if method == "profile":
+        return "distance from the current parameters (L2)" if axis == 0 else ""
     return "direction %d" % (axis + 1)
 
 
 def _title(tag, rec):
-    names = {"random": "random directions", "pca": "PCA of the trajectory", "interpolation": "linear interpolation"}
+    names = {"random": "random directions", "pca": "PCA of the trajectory", "interpolation": "linear interpolation",
+             "profile": "sharpness profile"}
     what = names.get(rec["method"], rec["method"])
     return "%s (%s)" % (what, "MindSpore SummaryLandscape" if rec["source"] == "mindspore" else "tb-mindspore")
 

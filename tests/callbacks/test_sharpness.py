@@ -167,3 +167,31 @@ def test_health_rule_fires_on_a_too_large_learning_rate_and_stays_quiet_on_a_hea
     finding = next(f for r in report["runs"] if r["run"] == "too_large" for f in r["findings"]
                    if f["rule"] == "sharpness_above_stability")
     assert "stability line" in finding["message"] and "\n" not in finding["message"]
+
+
+def test_sharpness_profile_is_recorded_as_a_1d_landscape_at_each_measurement(tmp_path):
+    import json
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    from tb_plugin_mindspore.landscape.format import normalize_record
+
+    cb, _ = train(tmp_path, lambda p, lr: nn.SGD(p, learning_rate=lr), 0.1)
+    ea = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    ea.Reload()
+    events = ea.Tensors("landscape/sharpness_profile")
+    assert [e.step for e in events] == [4, 8, 12]
+    rec = normalize_record(json.loads(tensor_util.make_ndarray(events[-1].tensor_proto).reshape(-1)[0]))
+    assert rec["method"] == "profile" and rec["dims"] == 1 and rec["z"].shape == (2, 21)
+    eig, rand = rec["z"]
+    centre = rec["center"]["z"]
+    assert eig[10] == pytest.approx(centre, rel=1e-5) and rand[10] == pytest.approx(centre, rel=1e-5)
+    # Along the top eigenvector the loss curves upward more than along a random direction of the same length,
+    # and its curvature at the centre matches the measured sharpness (second difference, within 10 %).
+    t = rec["x"]
+    h = t[11] - t[10]
+    second = (eig[11] - 2 * eig[10] + eig[9]) / h ** 2
+    assert second == pytest.approx(cb.results[-1].sharpness, rel=0.1)
+    assert (eig[0] + eig[-1]) / 2 - centre > (rand[0] + rand[-1]) / 2 - centre
+    assert rec["metadata"]["threshold"] == pytest.approx(20.0) and rec["metadata"]["lines"][0] == "top Hessian eigenvector"

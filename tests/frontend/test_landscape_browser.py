@@ -41,8 +41,29 @@ def landscape_server(tmp_path_factory):
     z = np.add.outer(x ** 2, 2 * x ** 2) + 0.1
     with SummaryWriter(root / HOSTILE) as w:
         w.value(summary.landscape("landscape/random", landscape_record(x, x, z, "random", center=(0, 0, 0.1))), 3)
+    sharpness_run(root / "sharpness")
     with tensorboard_process(root) as base:
         yield base
+
+
+def sharpness_run(logdir):
+    """A real short training with SharpnessCallback: sharpness profiles at steps 3 and 6."""
+    import mindspore as ms
+    import mindspore.dataset as ds
+    from mindspore import nn
+    from mindspore.train import Model
+
+    from tb_mindspore_callbacks import SharpnessCallback
+
+    rs = np.random.RandomState(0)
+    x, y = rs.randn(32, 6).astype(np.float32), rs.randint(0, 3, 32).astype(np.int32)
+    ms.set_seed(0)
+    net = nn.SequentialCell([nn.Dense(6, 8), nn.Tanh(), nn.Dense(8, 3)])
+    cb = SharpnessCallback(str(logdir), (x, y), every=3, probe_samples=32)
+    data = ds.NumpySlicesDataset({"x": np.tile(x, (6, 1)), "y": np.tile(y, 6)}, shuffle=False).batch(32)
+    Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+          nn.SGD(net.trainable_params(), 0.5)).train(1, data, callbacks=[cb], dataset_sink_mode=False)
+    assert cb.failed is None and [r.step for r in cb.results] == [3, 6]
 
 
 def wait_panel(frame, run=None, timeout=60000):
@@ -100,7 +121,7 @@ def test_contour_and_surface_with_the_training_path(page, landscape_server):
     frame = open_tab(page, base)
     panel = show(frame, "ours")
     section = frame.query_selector("[data-testid=landscape-section]")
-    assert section.get_attribute("data-runs") == "3"
+    assert section.get_attribute("data-runs") == "4"
     p = data(panel)
     assert p["tag"] == "landscape/pca" and p["step"] == "12" and p["source"] == "tb_mindspore_callbacks"
     info = panel.query_selector("[data-testid=landscape-info]").inner_text()
@@ -213,4 +234,33 @@ def test_surface_without_webgl_falls_back_to_canvas_2d(page, landscape_server):
         let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] < 720) n++;
         return n / (d.length / 4); }""")
     assert coloured > 0.05, coloured
+    assert page.console_errors == []
+
+
+def test_sharpness_profile_next_to_the_landscape(page, landscape_server):
+    frame = open_tab(page, landscape_server)
+    panel = show(frame, "sharpness")
+    p = data(panel)
+    assert p["tag"] == "landscape/sharpness_profile" and p["method"] == "profile" and p["dims"] == "1"
+    assert p["step"] == "6"
+    prof = data(panel, "[data-testid=landscape-profile]")
+    # Both directions (21 points each) and the dashed quadratic model of the top eigenvalue.
+    assert prof["state"] == "drawn" and prof["lines"] == "2" and prof["points"] == "42" and prof["quadratic"] == "on"
+    title = panel.query_selector("[data-testid=landscape-profile-title]").inner_text()
+    assert title.startswith("Loss along the top Hessian eigenvector"), title
+    assert frame.is_hidden('[data-run="sharpness"] [data-testid=landscape-contour]')
+    info = panel.query_selector("[data-testid=landscape-info]").inner_text()
+    assert "21 points" in info, info
+    # The eigenvector's line (red) is drawn: some canvas pixels carry its colour.
+    canvas = panel.query_selector("[data-testid=landscape-profile-canvas]")
+    reds = canvas.evaluate("""(c) => { const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] > 150 && d[i + 1] < 90 && d[i + 2] < 90) n++;
+        return n; }""")
+    assert reds > 50, reds
+    # One profile per recorded step: the slider goes back to step 3.
+    frame.eval_on_selector('[data-run="sharpness"] [data-testid=landscape-step-slider]',
+                           "(s) => { s.value = '0'; s.dispatchEvent(new Event('input')); }")
+    frame.wait_for_selector('[data-testid=landscape-panel][data-run="sharpness"][data-step="3"][data-state=drawn]')
+    frame.query_selector("[data-testid=landscape-section]").scroll_into_view_if_needed()
+    screenshot(page, "landscape_sharpness_profile.png")
     assert page.console_errors == []

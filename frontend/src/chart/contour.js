@@ -1,5 +1,6 @@
 // 2-D views of a loss landscape on a canvas: heatmap + isolines (contour) with the training path, its start and
-// end, the centre and the grid minimum, axes and a colour bar; and the 1-D profile of an interpolation.
+// end, the centre and the grid minimum, axes and a colour bar; and the 1-D profile of an interpolation or of a
+// sharpness profile (one line per direction and the dashed quadratic model of the top eigenvalue).
 // Everything is drawn with the canvas 2-D API; text comes only from numbers and the labels the route sends.
 
 import { themeColor } from "../theme.js";
@@ -347,6 +348,60 @@ export class ContourChart {
  * The 1-D profile of an interpolation: loss against alpha, theta_a (alpha = 0) and theta_b (alpha = 1) marked.
  * The container gets data-state="drawn", data-points, data-path-start / data-path-end.
  */
+const PROFILE_COLORS = ["#c62828", "#1565c0", "#2e7d32", "#6a1b9a"];
+
+/** The dashed second-order model loss0 + slope t + curvature t^2 / 2 of a sharpness profile; returns whether drawn. */
+function drawQuadratic(ctx, ls, scale, toPx, yr) {
+  const q = ls.metadata && ls.metadata.quadratic;
+  if (!q || !Number.isFinite(Number(q.loss0)) || !Number.isFinite(Number(q.curvature))) return false;
+  const slope = Number.isFinite(Number(q.slope)) ? Number(q.slope) : 0;
+  ctx.save();
+  ctx.strokeStyle = PROFILE_COLORS[0];
+  ctx.globalAlpha = 0.6;
+  ctx.setLineDash([5, 4]);
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  let pen = false;
+  const n = 64;
+  for (let k = 0; k <= n; k++) {
+    const X = ls.x[0] + ((ls.x[ls.nx - 1] - ls.x[0]) * k) / n;
+    const t = scale.transform.f(Number(q.loss0) + slope * X + 0.5 * Number(q.curvature) * X * X);
+    if (!Number.isFinite(t) || t > yr[1] || t < yr[0]) {
+      pen = false;
+      continue;
+    }
+    const [px, py] = toPx(X, t);
+    if (pen) ctx.lineTo(px, py);
+    else ctx.moveTo(px, py);
+    pen = true;
+  }
+  ctx.stroke();
+  ctx.restore();
+  return true;
+}
+
+function drawLineLegend(ctx, box, labels, quadratic) {
+  const items = labels.map((text, j) => [text, PROFILE_COLORS[j % PROFILE_COLORS.length], false]);
+  if (quadratic) items.push(["quadratic model (top eigenvalue)", PROFILE_COLORS[0], true]);
+  ctx.save();
+  ctx.font = FONT;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  items.forEach(([text, color, dashed], k) => {
+    const y = box.y + 10 + k * 15;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.setLineDash(dashed ? [5, 4] : []);
+    ctx.beginPath();
+    ctx.moveTo(box.x + 8, y);
+    ctx.lineTo(box.x + 26, y);
+    ctx.stroke();
+    ctx.fillStyle = themeColor("--ms-muted", AXIS);
+    ctx.fillText(text, box.x + 30, y);
+  });
+  ctx.restore();
+}
+
 export class ProfileChart {
   constructor(container) {
     this.container = container;
@@ -365,25 +420,34 @@ export class ProfileChart {
     const yr = [scale.tmin - pad, scale.tmax + pad];
     const toPx = (X, T) => [box.x + ((X - xr[0]) / (xr[1] - xr[0] || 1)) * box.w, box.y + box.h - ((T - yr[0]) / (yr[1] - yr[0])) * box.h];
     drawAxes(ctx, box, xr, yr, [ls.axisLabels[0] || "alpha", scale.transform.label]);
+    // One line per row of z: an interpolation has one; a sharpness profile one per direction (eigenvector first).
+    const labels = Array.isArray(ls.metadata && ls.metadata.lines) ? ls.metadata.lines.map(String) : [];
+    const rows = labels.length ? Math.min(ls.ny, labels.length) : 1;
     let points = 0;
-    ctx.strokeStyle = "#1565c0";
-    ctx.lineWidth = 2;
-    ctx.beginPath();
-    let pen = false;
-    for (let i = 0; i < ls.nx; i++) {
-      const t = scale.t[i];
-      if (!Number.isFinite(t)) {
-        pen = false;
-        continue;
+    for (let j = 0; j < rows; j++) {
+      ctx.strokeStyle = PROFILE_COLORS[j % PROFILE_COLORS.length];
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      let pen = false;
+      for (let i = 0; i < ls.nx; i++) {
+        const t = scale.t[j * ls.nx + i];
+        if (!Number.isFinite(t)) {
+          pen = false;
+          continue;
+        }
+        const [px, py] = toPx(ls.x[i], t);
+        if (pen) ctx.lineTo(px, py);
+        else ctx.moveTo(px, py);
+        pen = true;
+        points++;
       }
-      const [px, py] = toPx(ls.x[i], t);
-      if (pen) ctx.lineTo(px, py);
-      else ctx.moveTo(px, py);
-      pen = true;
-      points++;
+      ctx.stroke();
     }
-    ctx.stroke();
+    const quad = drawQuadratic(ctx, ls, scale, toPx, yr);
+    if (labels.length) drawLineLegend(ctx, box, labels.slice(0, rows), quad);
     const d = this.container.dataset;
+    d.lines = String(rows);
+    d.quadratic = quad ? "on" : "off";
     const path = ls.path;
     if (path && path.x.length >= 2) {
       const ends = [[path.x[0], path.z[0], START, "circle"], [path.x[path.x.length - 1], path.z[path.z.length - 1], END, "square"]];

@@ -74,7 +74,8 @@ class LandscapePanel {
     this.profileStage = el("div", { class: "ms-ls-stage", "data-testid": "landscape-profile" });
     this.contourView = el("div", { class: "ms-ls-view" }, el("div", { class: "ms-ls-view-title", text: "Contour and heatmap" }), this.contourStage);
     this.surfaceView = el("div", { class: "ms-ls-view" }, el("div", { class: "ms-ls-view-title", text: "3-D surface (drag to rotate, wheel to zoom, double click to reset)" }), this.surfaceStage);
-    this.profileView = el("div", { class: "ms-ls-view" }, el("div", { class: "ms-ls-view-title", text: "Loss along the line" }), this.profileStage);
+    this.profileTitle = el("div", { class: "ms-ls-view-title", "data-testid": "landscape-profile-title", text: "Loss along the line" });
+    this.profileView = el("div", { class: "ms-ls-view" }, this.profileTitle, this.profileStage);
     this.views = el("div", { class: "ms-ls-views" }, this.contourView, this.surfaceView, this.profileView);
     const legend = el("div", { class: "ms-ls-legend", "data-testid": "landscape-legend" });
     this.legend = legend;
@@ -161,6 +162,7 @@ class LandscapePanel {
     this.contourView.hidden = one;
     this.surfaceView.hidden = one || !opts.surface;
     this.profileView.hidden = !one;
+    this.profileTitle.textContent = ls.method === "profile" ? "Loss along the top Hessian eigenvector and a random direction (sharpness as a curve)" : "Loss along the line";
     const columns = one || !opts.surface ? 1 : this.section.columns() > 1 ? 1 : 2;
     this.views.style.setProperty("--ms-ls-views", String(columns));
     const width = Math.max(280, Math.floor((this.views.clientWidth || this.element.clientWidth || 700) / columns) - (columns > 1 ? 6 : 0));
