@@ -237,7 +237,7 @@ def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts)
         empty = frame.wait_for_selector("[data-testid=empty-state]", timeout=60000)
         assert empty.get_attribute("data-reason") == "only_ms_files"
         assert "TrainMonitor" not in empty.inner_text() and "Run info" in empty.inner_text()
-        card = frame.wait_for_selector("[data-testid=runinfo-card][data-run=evalonly]", timeout=30000)
+        card = frame.wait_for_selector("[data-testid=runinfo-card][data-run=evalonly]", timeout=60000)
         assert card.is_visible() and card.get_attribute("data-unlisted") == "true"
         assert set(facts(card, "runinfo-metrics")) == {"acc"}
         assert frame.query_selector("[data-testid=run-checkbox][data-run=evalonly]") is None
@@ -257,15 +257,15 @@ def test_eval_only_run_and_superseded_files_in_run_info(page, tmp_path, layouts)
         assert frame.query_selector("[data-testid=run-checkbox][data-run=evalonly]") is None
         # Unchecking every listed run leaves the run without series in place.
         frame.click('[data-testid=run-item][data-run="resume"] [data-testid=run-checkbox]')
-        frame.wait_for_selector("[data-testid=runinfo-card][data-run=resume]", state="detached", timeout=10000)
+        frame.wait_for_selector("[data-testid=runinfo-card][data-run=resume]", state="detached", timeout=30000)
         assert frame.query_selector("[data-testid=runinfo-card][data-run=evalonly]") is not None
         assert frame.query_selector("[data-testid=runinfo-none-checked]") is not None
         screenshot(page, "run_data_files.png")
         # MindSpore's NaN counts under the distribution (135 of 216 weights NaN at every step).
-        card = frame.wait_for_selector('[data-testid=histogram-card][data-tag="nanw"]', timeout=30000)
+        card = frame.wait_for_selector('[data-testid=histogram-card][data-tag="nanw"]', timeout=60000)
         card.scroll_into_view_if_needed()
         note = frame.wait_for_selector('[data-testid=histogram-card][data-tag="nanw"] [data-testid=hist-nonfinite]',
-                                       timeout=30000)
+                                       timeout=60000)
         assert "edge: 3 steps, at step 3 135 NaN, 0 +Inf, 0 −Inf" in note.inner_text()
         card.screenshot(path=os.path.join(ARTIFACTS, "run_data_nonfinite.png"))
         assert page.console_errors == []
