@@ -283,3 +283,17 @@ def test_graph_only_run_is_reported_as_such_by_check(tmp_path, ms_layouts, capsy
     assert cli.main(["check", str(tmp_path), "--format", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["status"] == "ok" and "computational graph" in run["findings"][0]["message"]
+
+
+def test_a_deleted_file_or_run_is_forgotten(tmp_path, ms_layouts):
+    copy_runs(ms_layouts, tmp_path, "resume", "edge")
+    logdir = loaded(str(tmp_path))
+    assert logdir.runs() == ["edge", "resume"]
+    older = min(os.listdir(tmp_path / "resume"), key=created_at)
+    os.remove(tmp_path / "resume" / older)                  # the first run's file removed: the resumed one stays
+    logdir.reload()
+    assert [s for s, _, _ in logdir.scalars("resume")["loss"]] == list(range(6, 16))
+    assert len(logdir.files("resume")) == 1
+    shutil.rmtree(tmp_path / "edge")
+    logdir.reload()
+    assert logdir.runs() == ["resume"]
