@@ -50,10 +50,22 @@ class LandscapeJob:
     params_a: Any = None
     params_b: Any = None
     labels: Optional[dict] = None
+    share: Optional[tuple] = None   # (rank, workers): evaluate only the grid points k with k % workers == rank
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError("method must be one of %s, got %r" % (", ".join(METHODS), self.method))
+        if self.share is not None:
+            rank, workers = self.share
+            if not (isinstance(workers, int) and workers >= 1 and isinstance(rank, int) and 0 <= rank < workers):
+                raise ValueError("share must be (rank, workers) with 0 <= rank < workers, got %r" % (self.share,))
+
+    def mine(self, coords):
+        """The indices of ``coords`` this worker evaluates (all of them without a share)."""
+        if self.share is None:
+            return list(range(len(coords)))
+        rank, workers = self.share
+        return list(range(rank, len(coords), workers))
 
 
 def _named_arrays(ev, source, what):
@@ -93,6 +105,16 @@ def _timed_estimate(ev, interrupts, settings, method, nx, ny):
         settings.say(gridlib.cost_text(method, nx, ny, ev.num_samples, spp) + " [compile and first evaluation: %s]"
             % gridlib.format_seconds(compile_s))
     return centre, spp
+
+
+def _share_points(ev, interrupts, coords, base, dx, dy, job, on_point=None, progress=None):
+    """:func:`evaluate_points` on this worker's share of ``coords``; NaN elsewhere. ``done`` counts this worker's."""
+    idx = job.mine(coords)
+    losses, done, interrupted = evaluate_points(ev, interrupts, [coords[k] for k in idx], base, dx, dy, on_point,
+                                                progress)
+    out = np.full(len(coords), np.nan)
+    out[idx] = losses
+    return out, done, interrupted
 
 
 def evaluate_points(ev, interrupts, coords, base, dx, dy, on_point=None, progress=None):
@@ -139,7 +161,8 @@ def _trajectory_matrix(ev, trajectory):
 
 def compute_landscape(loss_network=None, eval_data=None, method="random", *, network=None, loss_fn=None,
                       trajectory=None, params_a=None, params_b=None, logdir=None, writer=None, tag=None, step=0,
-                      unit="step", step_per_epoch=1, labels=None, evaluator=None, settings=None, **options):
+                      unit="step", step_per_epoch=1, labels=None, evaluator=None, settings=None, share=None,
+                      **options):
     """Computes one landscape around the current parameters and writes it (with ``logdir`` or ``writer``).
 
     Args:
@@ -152,6 +175,8 @@ def compute_landscape(loss_network=None, eval_data=None, method="random", *, net
       params_a, params_b: for interpolation, ``theta(alpha) = (1 - alpha) theta_a + alpha theta_b``;
         ``params_b`` defaults to the current parameters.
       tag, step, unit, step_per_epoch: where it is written (default tag ``landscape/<method>``).
+      share: ``(rank, workers)``: evaluate only the points ``k % workers == rank`` (the others stay NaN); see
+        ``landscape_dist`` for splitting a landscape across ``msrun`` workers.
       settings / options: a :class:`~tb_mindspore_callbacks.landscape_settings.LandscapeSettings`, and / or its
         fields as keywords (grid, extent, seed, norm, bias_bn, alphas, num_samples, num_batches, eval_batch_size,
         log, progress, estimate, on_point); ``extent`` of a PCA landscape is its ``pca_extent``.
@@ -163,7 +188,7 @@ def compute_landscape(loss_network=None, eval_data=None, method="random", *, net
         extent = options.pop("extent")
         options["pca_extent"] = "auto" if extent is None else extent
     settings = LandscapeSettings.from_kwargs(settings, **options)
-    job = LandscapeJob(method, int(step), unit, step_per_epoch, trajectory, params_a, params_b, labels)
+    job = LandscapeJob(method, int(step), unit, step_per_epoch, trajectory, params_a, params_b, labels, share)
     tag = tag or TAG_PREFIX + method
     if evaluator is None:
         if eval_data is None:
@@ -224,9 +249,9 @@ def _interpolation(ev, interrupts, w0, settings, job, meta):
     dx = [b - a for a, b in zip(a_arrays, b_arrays)]
     ev.write(b_arrays)
     centre, spp = _timed_estimate(ev, interrupts, settings, job.method, len(x), 1)
-    bar = Progress(len(x), settings.say, settings.progress, label="loss interpolation")
-    losses, done, interrupted = evaluate_points(ev, interrupts, [(a, 0.0) for a in x], a_arrays, dx, None,
-                                                settings.on_point, bar)
+    coords = [(a, 0.0) for a in x]
+    bar = Progress(len(job.mine(coords)), settings.say, settings.progress, label="loss interpolation")
+    losses, done, interrupted = _share_points(ev, interrupts, coords, a_arrays, dx, None, job, settings.on_point, bar)
     bar.close()
     z = losses.reshape(1, -1)
     ends = []
@@ -290,9 +315,9 @@ def _plane(ev, interrupts, w0, settings, job, meta):
         path["z"] = list(plosses) + [centre]
     losses, done = np.full(len(x) * len(y), np.nan), 0
     if not interrupted:
-        bar = Progress(len(x) * len(y), settings.say, settings.progress, label="loss landscape (%s)" % job.method)
-        losses, done, interrupted = evaluate_points(ev, interrupts, [(a, b) for b in y for a in x], w0, d1, d2,
-                                                    settings.on_point, bar)
+        coords = [(a, b) for b in y for a in x]
+        bar = Progress(len(job.mine(coords)), settings.say, settings.progress, label="loss landscape (%s)" % job.method)
+        losses, done, interrupted = _share_points(ev, interrupts, coords, w0, d1, d2, job, settings.on_point, bar)
         bar.close()
     return {"x": x, "y": y, "z": losses.reshape(len(y), len(x)), "done": done, "interrupted": interrupted,
             "rows": len(y), "path": path, "center": (0.0, 0.0, centre), "directions": [d1, d2], "spp": spp,
