@@ -55,6 +55,6 @@ test("only shown runs, worst first; summary and worst status", () => {
 });
 
 test("warnings title", () => {
-  assert.equal(warningsTitle(1), "1 damaged record skipped");
-  assert.equal(warningsTitle(3), "3 damaged records skipped");
+  assert.equal(warningsTitle(1), "1 unreadable input left out");
+  assert.equal(warningsTitle(3), "3 unreadable inputs left out");
 });

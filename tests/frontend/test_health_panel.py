@@ -180,7 +180,7 @@ def test_warnings_banner_lists_the_skipped_record(page, damaged_logdir):
         frame = open_tab(page, base)
         frame.wait_for_selector("[data-testid=warnings-banner]:not([hidden])", timeout=60000)
         assert frame.get_attribute("[data-testid=warnings-banner]", "data-count") == "1"
-        assert frame.inner_text("[data-testid=warnings-title]") == "1 damaged record skipped"
+        assert frame.inner_text("[data-testid=warnings-title]") == "1 unreadable input left out"
         assert frame.is_hidden("[data-testid=warnings-list]")
         frame.click("[data-testid=warnings-toggle]")
         item = frame.eval_on_selector("[data-testid=warning-item]", "(e) => ({...e.dataset, text: e.textContent})")

@@ -1,12 +1,13 @@
-// The banner of damaged records: records of MindSpore summary files that could not be read were skipped, and the
+// The banner of what the readers left out: damaged records of MindSpore summary files, files no reader may open
+// (FIFOs, link loops, impossible record lengths), unreadable series, malformed landscapes or run information. The
 // status route lists where (run, file, byte offset, reason). Shown only when there is something to say; the list
 // opens on demand and stays open across refreshes.
 
 import { el, clear } from "../dom.js";
 
-/** "1 damaged record skipped" / "3 damaged records skipped". */
+/** "1 unreadable input left out" / "3 unreadable inputs left out". */
 export function warningsTitle(n) {
-  return `${n} damaged record${n === 1 ? "" : "s"} skipped`;
+  return `${n} unreadable input${n === 1 ? "" : "s"} left out`;
 }
 
 export class WarningsBanner {
@@ -32,7 +33,7 @@ export class WarningsBanner {
         "div",
         { class: "ms-warnings-head" },
         this.countEl,
-        el("span", { class: "ms-muted", text: "MindSpore summary files hold records that could not be read; the rest is shown." }),
+        el("span", { class: "ms-muted", text: "Records or files under the logdir could not be read; the rest is shown." }),
         this.toggle,
       ),
       this.list,
