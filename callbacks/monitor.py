@@ -184,8 +184,10 @@ class TrainMonitor(Callback):
 
     **MindSpore's own callbacks**: ``Model(train_cell)`` leaves ``cb_params.optimizer`` None, which
     ``ReduceLROnPlateau`` and ``LearningRateScheduler`` need; TrainMonitor sets it to the training cell's optimizer
-    at train begin (they only read it at step and epoch ends, so the order of the callback list does not matter). NaN and Inf are written as they are; a failure inside the monitor is logged, never raised into
-    training. Step numbers are ``cb_params.cur_step_num`` (1-based, counted over all epochs).
+    at train begin (they only read it at step and epoch ends, so the order of the callback list does not matter).
+
+    NaN and Inf are written as they are; a failure inside the monitor is logged, never raised into training. Step
+    numbers are ``cb_params.cur_step_num`` (1-based, counted over all epochs).
 
     **Sink mode** (``dataset_sink_mode=True``, on Ascend / GPU): MindSpore runs ``sink_size`` steps (default: one
     epoch) per call on the device and calls back only after each sink. A point is then written at the first
@@ -310,6 +312,7 @@ class TrainMonitor(Callback):
         self._begin_time = None          # end of on_train_begin: the first step is timed from here
         self._debug_one_off = None       # seconds of monitoring work at the first debug point (compiles once)
         self._debug_timed = False
+        self._compile_ms = 0.0           # one-off milliseconds at the current step, written as core/compile_ms
         self._info = None                # (run info, step): written again into a new file if one is needed
         self._hparams = self.hparams
         self._hparams_source = None
@@ -419,7 +422,9 @@ class TrainMonitor(Callback):
         logdir = self.logdir if rank == 0 else os.path.join(self.logdir, "rank%d" % rank)
         # Hyperparameters recorded by make_run_dir in the run folder, overridden by hparams= given here.
         from_folder = read_run_hparams(self.logdir)
-        self._hparams = dict(from_folder or {}, **(self.hparams or {})) or None
+        merged = dict(from_folder or {})
+        merged.update(self.hparams or {})
+        self._hparams = merged or None
         self._hparams_source = [name for name, given in ((RUN_HPARAMS_FILE, from_folder), ("hparams=", self.hparams))
                                 if given] or None
         if self.writer is None:
@@ -641,11 +646,10 @@ class TrainMonitor(Callback):
             self._time_steps += steps
         # The first call of a run includes graph compilation: it only starts the clock, and its time is written
         # as core/compile_ms.
-        first_ms = (now - self._begin_time) * 1000.0 if self._prev_time is None and self._begin_time else None
+        if self._prev_time is None and self._begin_time:
+            self._compile_ms += (now - self._begin_time) * 1000.0
         self._prev_time = now
         self._prev_step = step
-        if first_ms is not None and self.writer is not None:
-            self.writer.scalar(metadata.COMPILE_MS, first_ms, step)
         if self._cell is None:
             self._last_loss = loss_value(cb_get(cb, "net_outputs"))
             self._loss_interval.add(self._last_loss)
@@ -658,8 +662,15 @@ class TrainMonitor(Callback):
         if self.eval_dataset is not None and self.eval_freq is not None and _due(self._last_eval, step,
                                                                                  self.eval_freq):
             self._record_eval(cb, step)
+        self._write_compile_ms(step)
         # Monitoring work (evaluation above all) is not training time: the next step is timed from here.
         self._prev_time = time.perf_counter()
+
+    def _write_compile_ms(self, step):
+        """One value per step of the one-off time spent there (first step and first debug point may coincide)."""
+        if self._compile_ms and self.writer is not None:
+            self.writer.scalar(metadata.COMPILE_MS, self._compile_ms, step)
+        self._compile_ms = 0.0
 
     def _epoch_end(self, cb):
         step = int(cb.cur_step_num)
@@ -674,6 +685,7 @@ class TrainMonitor(Callback):
             self._record(cb, step)
         if self.debug and step > self._last_debug:
             self._timed_debug(cb, step)
+            self._write_compile_ms(step)
         if step > self._last_diag:
             self._record_diagnostic(step)
         if self.eval_dataset is not None and step > self._last_eval:
@@ -777,8 +789,7 @@ class TrainMonitor(Callback):
         self._record_debug(cb, step)
         if first and self.writer is not None:
             self._debug_timed = True
-            spent = (self._debug_one_off or 0.0) + time.perf_counter() - start
-            self.writer.scalar(metadata.COMPILE_MS, spent * 1000.0, step)
+            self._compile_ms += ((self._debug_one_off or 0.0) + time.perf_counter() - start) * 1000.0
 
     def _record_debug(self, cb, step, inputs=None):
         self._last_debug = step

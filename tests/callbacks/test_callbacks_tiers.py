@@ -488,6 +488,9 @@ def test_compile_time_reported_apart_from_step_time(tmp_path):
     # The one-off (snapshot, ratio and probe graphs compiled) dwarfs a step of this tiny net and is not in it.
     assert step_time[5] < compile_ms[5]
     assert run_info(tensors)[1]["compile_ms_tag"] == metadata.COMPILE_MS
+    # Debug point at step 1: one value there (the graph compile and the monitoring graphs together).
+    scalars, _ = _train(tmp_path / "run1", steps=3, collect_freq=1, debug="all", debug_freq=1)
+    assert [s for s, _ in scalars[metadata.COMPILE_MS]] == [1]
 
 
 _DEPRECATION_CHILD = """
