@@ -192,13 +192,19 @@ def longer_than_the_scalar_limit(tmp_path_factory):
     """More recorded points than the scalars limit, each with its interval row; one NaN step and one spike hidden
     between recorded points (only the interval rows know them)."""
     root = tmp_path_factory.mktemp("limits")
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from tb_plugin_mindspore import summary
+
     n = loader.SAMPLE_LIMITS["scalars"] + 2000
-    with SummaryWriter(root / "run", max_queue=4 * n) as w:
-        for step in range(1, n + 1):
-            w.scalar("core/loss", 1.0, step, wall_time=1.7e9 + step)
-            nonfinite = 1 if step == 777 else 0
-            high = 500.0 if step == 9001 else 1.1
-            w.interval("core/loss", 0.9, 1.0, high, 10, nonfinite, step, wall_time=1.7e9 + step)
+    w = EventFileWriter(str(root / "run"), max_queue_size=1000, flush_secs=120)   # synchronous: every step lands
+    for step in range(1, n + 1):
+        nonfinite = 1 if step == 777 else 0
+        high = 500.0 if step == 9001 else 1.1
+        values = [summary.scalar("core/loss", 1.0), summary.interval("core/loss", 0.9, 1.0, high, 10, nonfinite)]
+        w.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary_pb2.Summary(value=values)))
+    w.close()
     return root, n
 
 
@@ -209,7 +215,7 @@ def test_sample_limits_bound_scalars_and_keep_every_interval_row(longer_than_the
     try:
         assert a.flags.samples_per_plugin == loader.SAMPLE_LIMITS
         a.wait_for_runs(["run"])
-        a.wait_for_last_step("run", "core/loss", n)
+        a.wait_for_last_step("run", "core/loss", n, timeout=300)
         body = a.plugin("/scalars", run="run", tag="core/loss", max_points=100000)
         assert body["total_points"] == loader.SAMPLE_LIMITS["scalars"] < n   # the line is a sample ...
         band = {row[0]: row for row in body["interval"]}
