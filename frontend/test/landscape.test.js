@@ -139,3 +139,11 @@ test("3-D geometry: triangles only for complete cells, path on the surface, proj
   const [x, y] = project(m, [0, 0, 0]);
   assert.ok(Math.abs(x) < 1e-6 && Math.abs(y) < 1e-6);
 });
+
+test("sharpness note names the stability line of the optimizer", async () => {
+  const { sharpnessNote } = await import("../src/chart/landscapeMath.js");
+  assert.equal(sharpnessNote({ sharpness: 10, threshold: 40, optimizer: "sgd" }), "top eigenvalue 10 · stability line 2/lr = 40 (0.25 of it)");
+  assert.match(sharpnessNote({ sharpness: 10, threshold: 38000, optimizer: "adam" }), /38\/lr \(preconditioned\)/);
+  assert.equal(sharpnessNote({ sharpness: 3, threshold: null }), "top eigenvalue 3");
+  assert.equal(sharpnessNote({}), "top eigenvalue");
+});

@@ -246,6 +246,7 @@ def test_sharpness_profile_next_to_the_landscape(page, landscape_server):
     prof = data(panel, "[data-testid=landscape-profile]")
     # Both directions (21 points each) and the dashed quadratic model of the top eigenvalue.
     assert prof["state"] == "drawn" and prof["lines"] == "2" and prof["points"] == "42" and prof["quadratic"] == "on"
+    assert "stability line 2/lr = 4 " in prof["note"], prof   # SGD at lr 0.5
     title = panel.query_selector("[data-testid=landscape-profile-title]").inner_text()
     assert title.startswith("Loss along the top Hessian eigenvector"), title
     assert frame.is_hidden('[data-run="sharpness"] [data-testid=landscape-contour]')

@@ -14,6 +14,7 @@ import {
   fractionalIndex,
   isolineSegments,
   makeTransform,
+  sharpnessNote,
   ticks,
   transformValues,
 } from "./landscapeMath.js";
@@ -380,9 +381,9 @@ function drawQuadratic(ctx, ls, scale, toPx, yr) {
   return true;
 }
 
-function drawLineLegend(ctx, box, labels, quadratic) {
+function drawLineLegend(ctx, box, labels, quadratic, meta) {
   const items = labels.map((text, j) => [text, PROFILE_COLORS[j % PROFILE_COLORS.length], false]);
-  if (quadratic) items.push(["quadratic model (top eigenvalue)", PROFILE_COLORS[0], true]);
+  if (quadratic) items.push([`quadratic model: ${sharpnessNote(meta)}`, PROFILE_COLORS[0], true]);
   ctx.save();
   ctx.font = FONT;
   ctx.textAlign = "left";
@@ -444,10 +445,11 @@ export class ProfileChart {
       ctx.stroke();
     }
     const quad = drawQuadratic(ctx, ls, scale, toPx, yr);
-    if (labels.length) drawLineLegend(ctx, box, labels.slice(0, rows), quad);
+    if (labels.length) drawLineLegend(ctx, box, labels.slice(0, rows), quad, ls.metadata);
     const d = this.container.dataset;
     d.lines = String(rows);
     d.quadratic = quad ? "on" : "off";
+    if (quad) d.note = sharpnessNote(ls.metadata);
     const path = ls.path;
     if (path && path.x.length >= 2) {
       const ends = [[path.x[0], path.z[0], START, "circle"], [path.x[path.x.length - 1], path.z[path.z.length - 1], END, "square"]];

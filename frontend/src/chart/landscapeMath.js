@@ -194,3 +194,18 @@ export function formatNumber(v) {
   if (a >= 1) return v.toPrecision(4).replace(/\.?0+$/, "");
   return v.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
 }
+
+/** "top eigenvalue 12.3 · stability line 2/lr = 40 (0.31 of it)" from a sharpness profile's metadata. */
+export function sharpnessNote(meta) {
+  const m = meta || {};
+  const s = Number(m.sharpness);
+  if (!Number.isFinite(s)) return "top eigenvalue";
+  let text = `top eigenvalue ${formatNumber(s)}`;
+  const line = m.threshold === null || m.threshold === undefined ? NaN : Number(m.threshold);
+  if (Number.isFinite(line) && line > 0) {
+    const form = m.optimizer === "adam" ? "38/lr (preconditioned)" : m.optimizer === "momentum" ? "(2+2β)/lr" : "2/lr";
+    text += ` · stability line ${form} = ${formatNumber(line)}`;
+    if (m.optimizer !== "adam") text += ` (${formatNumber(s / line)} of it)`;
+  }
+  return text;
+}
