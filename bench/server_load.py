@@ -407,7 +407,7 @@ def measure(data, loader, args):
         out["batch_big_cold_ms"], body = get_json(server.base, "/scalars_batch", q)
         out["batch_big_total_points"] = body["series"][0]["total_points"]
         out["batch_big_warm_ms"] = [get_json(server.base, "/scalars_batch", q)[0] for _ in range(args.reps)]
-        mix = request_mix(tags, args.small_runs)
+        mix = [m for m in request_mix(tags, args.small_runs) if m[0] not in args.skip_routes]
         warm_up(server.base, mix, args.small_runs)
         time.sleep(2)
         out["rss_before_mb"] = round(server.rss(), 1)
@@ -537,6 +537,8 @@ def parse_args(argv=None):
     parser.add_argument("--soak", type=float, default=0.0,
                         help="instead of the load: write one run for this many seconds and sample server memory")
     parser.add_argument("--soak-rate", type=float, default=200.0, help="recorded steps a second in --soak")
+    parser.add_argument("--skip-routes", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=[],
+                        help="names of the mix to leave out of the load, comma-separated (e.g. 'status')")
     parser.add_argument("--keep-all", action="store_true",
                         help="--samples_per_plugin %s (every point in memory)" % KEEP_ALL)
     args = parser.parse_args(argv)
