@@ -11,13 +11,17 @@ the machine's speed fall on all of them alike:
 * ``plain_again``: a second, identical ``TrainOneStepCell`` (how far two identical cells differ: the noise floor);
 * ``monitored``: ``MonitoredTrainCell`` (global gradient norm, applied LR, interval statistics every step);
 * ``monitored_layers``: the same, also keeping every parameter's gradient norm (the ``layer_grad_norm`` debug
-  item).
+  item);
+* with ``--mode pynative`` also ``monitored_eager`` / ``monitored_layers_eager``: the same two cells with
+  ``MS_JIT=0`` set around their calls, so their statistics run op by op as before they were compiled functions
+  (the earlier PYNATIVE behaviour, side by side with the current one).
 
 The ratio of a cell is its block time over the ``plain`` block time of the same round (median over rounds).
 Prints a table, then, as the last line, one JSON object with the median ratios and milliseconds per step.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -28,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 CELLS = ("plain", "plain_again", "monitored", "monitored_layers")
+EAGER_CELLS = ("monitored_eager", "monitored_layers_eager")
 
 
 def _cell(kind):
@@ -43,10 +48,27 @@ def _cell(kind):
         cell = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
     else:
         cell = MonitoredTrainCell.wrap(net, loss_fn, optimizer)
-        if kind == "monitored_layers":
+        if kind.startswith("monitored_layers"):
             cell.track_layer_grad_norms(range(len(cell.weights)))
     cell.set_train()
     return cell
+
+
+@contextlib.contextmanager
+def _eager(enabled):
+    """``MS_JIT=0`` inside: ``mindspore.jit`` functions run their Python body op by op (read at every call)."""
+    if not enabled:
+        yield
+        return
+    old = os.environ.get("MS_JIT")
+    os.environ["MS_JIT"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MS_JIT", None)
+        else:
+            os.environ["MS_JIT"] = old
 
 
 def main(argv=None):
@@ -66,32 +88,35 @@ def main(argv=None):
     tokens, labels = synthetic_arrays(batch * 8, seed=0)
     xs = [Tensor(tokens[i * batch:(i + 1) * batch]) for i in range(8)]
     ys = [Tensor(labels[i * batch:(i + 1) * batch]) for i in range(8)]
+    kinds = CELLS + (EAGER_CELLS if args.mode == "pynative" else ())
     cells = {}
-    for kind in CELLS:
+    for kind in kinds:
         started = time.perf_counter()
         cells[kind] = _cell(kind)
-        for i in range(3):
-            cells[kind](xs[i], ys[i]).asnumpy()
-        print("  %-17s compiled in %.1f s" % (kind, time.perf_counter() - started), flush=True)
+        with _eager(kind.endswith("_eager")):
+            for i in range(3):
+                cells[kind](xs[i], ys[i]).asnumpy()
+        print("  %-22s compiled in %.1f s" % (kind, time.perf_counter() - started), flush=True)
 
-    ms_per_step = {k: [] for k in CELLS}
+    ms_per_step = {k: [] for k in kinds}
     for block in range(args.blocks):
-        order = CELLS[block % len(CELLS):] + CELLS[:block % len(CELLS)]
+        order = kinds[block % len(kinds):] + kinds[:block % len(kinds)]
         for kind in order:
             cell = cells[kind]
-            started = time.perf_counter()
-            for i in range(args.block_steps):
-                out = cell(xs[i % 8], ys[i % 8])
-            out.asnumpy()
-            ms_per_step[kind].append((time.perf_counter() - started) * 1000.0 / args.block_steps)
+            with _eager(kind.endswith("_eager")):
+                started = time.perf_counter()
+                for i in range(args.block_steps):
+                    out = cell(xs[i % 8], ys[i % 8])
+                out.asnumpy()
+                ms_per_step[kind].append((time.perf_counter() - started) * 1000.0 / args.block_steps)
 
-    ratios = {k: [t / b for t, b in zip(ms_per_step[k], ms_per_step["plain"])] for k in CELLS}
+    ratios = {k: [t / b for t, b in zip(ms_per_step[k], ms_per_step["plain"])] for k in kinds}
     print()
-    print("%-17s %12s %12s %16s" % ("cell", "median ms", "median ratio", "ratio q25-q75"))
+    print("%-22s %12s %12s %16s" % ("cell", "median ms", "median ratio", "ratio q25-q75"))
     result = {}
-    for k in CELLS:
+    for k in kinds:
         qs = statistics.quantiles(ratios[k], n=4) if len(ratios[k]) > 1 else [ratios[k][0]] * 3
-        print("%-17s %12.2f %12.4f   %.3f-%.3f" % (k, statistics.median(ms_per_step[k]), statistics.median(ratios[k]),
+        print("%-22s %12.2f %12.4f   %.3f-%.3f" % (k, statistics.median(ms_per_step[k]), statistics.median(ratios[k]),
                                                   qs[0], qs[2]))
         if k != "plain":
             result[k] = round(statistics.median(ratios[k]), 4)
