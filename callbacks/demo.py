@@ -12,6 +12,8 @@ import math
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import time
 
@@ -27,7 +29,8 @@ from .monitor import TrainMonitor
 from .run_dir import make_run_dir
 from .train_cell import MonitoredTrainCell
 
-__all__ = ["run_demo", "build_model", "synthetic_dataset", "WarmupCosineLR", "DEMO_CONFIG"]
+__all__ = ["run_demo", "run_full_demo", "summary_collector_run", "build_model", "synthetic_dataset", "WarmupCosineLR",
+           "DEMO_CONFIG", "DEMO_SMALL", "DEFAULT_STEPS", "DemoInterrupted"]
 
 DEMO_CONFIG = {
     "hidden": 128,
@@ -43,6 +46,12 @@ DEMO_CONFIG = {
     "warmup": 50,
     "clip": 1.0,
 }
+
+# The demo's own size: a quarter of the benchmark model's cost per step (hidden 64, seq 32), so that the whole demo
+# (two runs, a landscape and a SummaryCollector run) is ready in under two minutes on an idle 2-core machine.
+DEMO_SMALL = dict(DEMO_CONFIG, hidden=64, seq=32, ffn=256)
+DEFAULT_STEPS = 600
+PROBLEM_LR_FACTOR = 30.0
 
 
 class TransformerClassifier(nn.Cell):
@@ -130,62 +139,234 @@ class WarmupCosineLR(LearningRateSchedule):
 
 
 class _Progress(Callback):
-    def __init__(self, log, every, total):
+    """A progress bar with the ETA: redrawn in place on a terminal, a line every 10 % otherwise."""
+
+    def __init__(self, label, total, stream=None, stop=None):
         super().__init__()
-        self.log, self.every, self.total = log, every, total
-        self.start = None
+        self.label, self.total = label, total
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.stop = stop                 # a _Stop: request_stop() at the next step once it is set
+        self.start = self.first = None
+        self.step = 0
+        self.next_tenth = 1
+        self.last_draw = 0.0
+
+    def _write(self, text, end="\n"):
+        self.stream.write(("\r" + text + " " if self.tty else text) + ("" if self.tty and not end else end))
+        self.stream.flush()
 
     def on_train_begin(self, run_context):
-        self.start = time.time()
+        self.start = time.perf_counter()
+        self._write("%s: compiling the training graph..." % self.label, end="" if self.tty else "\n")
 
     def on_train_step_end(self, run_context):
         cb = run_context.original_args()
-        step = cb.cur_step_num
-        if step % self.every == 0 or step == self.total:
-            loss = cb.net_outputs
-            loss = float(loss.asnumpy()) if hasattr(loss, "asnumpy") else float("nan")
-            self.log("  step %4d/%d  loss %.4f  (%.0f s)" % (step, self.total, loss, time.time() - self.start))
+        self.step = step = int(cb.cur_step_num)
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = (step, now)
+            if self.tty:
+                self._write("%s: compiled in %.0f s" % (self.label, now - self.start))
+        loss = cb.net_outputs[0] if isinstance(cb.net_outputs, (tuple, list)) else cb.net_outputs
+        loss = float(np.asarray(loss.asnumpy()).reshape(-1)[0]) if hasattr(loss, "asnumpy") else float("nan")
+        per_step = (now - self.first[1]) / (step - self.first[0]) if step > self.first[0] else None
+        left = "" if per_step is None else "  ETA %s" % _seconds(per_step * (self.total - step))
+        line = "%s [%s] %d/%d steps  loss %.3f%s" % (self.label, _bar(step, self.total), step, self.total, loss, left)
+        if self.tty:
+            if now - self.last_draw >= 0.2 or step == self.total:
+                self.last_draw = now
+                self._write(line, end="")
+        elif step == 1 or step * 10 >= self.next_tenth * self.total:
+            while step * 10 >= self.next_tenth * self.total:
+                self.next_tenth += 1
+            self._write(line)
+        if self.stop is not None and self.stop.requested:
+            run_context.request_stop()
+
+    def on_train_end(self, run_context):
+        if self.tty:
+            self._write("%s: %d/%d steps in %.0f s" % (self.label, self.step, self.total,
+                                                     time.perf_counter() - self.start))
 
 
-def run_demo(root="./summary_log", steps=800, log=print, collect_freq=10, mode="graph"):
-    """Trains the demo transformer for ``steps`` steps and records it; returns the run folder.
+def _bar(done, total, width=24):
+    filled = int(width * done / max(total, 1))
+    return "#" * filled + "." * (width - filled)
 
-    About a minute on two CPU cores with the default 800 steps (~65 ms per step in GRAPH_MODE). Records every
-    tier: core every ``collect_freq`` steps; weight norms, a held-out evaluation (loss, accuracy) and all debug
+
+def _seconds(s):
+    return "%d:%02d" % divmod(int(round(s)), 60)
+
+
+class _Stop:
+    """Ctrl-C / SIGTERM during the demo: remembered (``requested``) and training stops after the current step.
+
+    MindSpore's runtime turns Ctrl-C during a graph call into SIGTERM for the process; both are caught here and
+    the previous handlers are back on exit.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def _handler(self, signum, frame):
+        if self.requested:       # a second Ctrl-C: stop now
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handler)
+            except (ValueError, OSError):    # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        return False
+
+
+class DemoInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the demo; the message says where it stopped and what was recorded."""
+
+
+def _loss_fn():
+    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+
+def run_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, collect_freq=10, mode="graph", config=None,
+             lr_factor=1.0, name="demo", landscape=False, stop=None, label="training", stream=None):
+    """Trains the demo transformer for ``steps`` steps and records it with every tier; returns the run folder.
+
+    Records core every ``collect_freq`` steps; weight norms, a held-out evaluation (loss, accuracy) and all debug
     items 8 times per run; hyperparameters for TensorBoard's HParams tab; a line in ``<root>/experiments.md``.
+    ``config`` replaces entries of :data:`DEMO_SMALL`; ``lr_factor`` multiplies the peak learning rate; with
+    ``landscape`` an 11 x 11 random-plane loss landscape on 64 held-out samples is computed at the end.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError("steps must be an int >= 2, got %r" % (steps,))
     if mode not in ("graph", "pynative"):
         raise ValueError("mode must be 'graph' or 'pynative', got %r" % (mode,))
-    c = dict(DEMO_CONFIG)
+    c = dict(DEMO_SMALL, **(config or {}))
     c["warmup"] = min(c["warmup"], steps // 2)
+    lr = c["lr"] * lr_factor
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
-    run_dir = make_run_dir(root, "demo", {"lr": c["lr"], "bs": c["batch"], "h": c["hidden"], "steps": steps})
-    log("tb-mindspore demo: training a %d-layer transformer classifier (hidden %d, seq %d, batch %d) for %d steps"
-        % (c["layers"], c["hidden"], c["seq"], c["batch"], steps))
-    log("recording to %s" % run_dir)
+    run_dir = make_run_dir(root, name, {"lr": lr, "bs": c["batch"], "h": c["hidden"], "steps": steps})
+    log("%s: a %d-layer transformer classifier (hidden %d, seq %d, batch %d), peak LR %g, %d steps -> %s"
+        % (label, c["layers"], c["hidden"], c["seq"], c["batch"], lr, steps, run_dir))
     net = build_model(c)
-    schedule = WarmupCosineLR(c["lr"], c["warmup"], steps, end=c["lr"] * 0.05)
+    schedule = WarmupCosineLR(lr, c["warmup"], steps, end=lr * 0.05)
     optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=schedule, weight_decay=0.01)
-    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer, clip_grad_norm=c["clip"])
+    train_net = MonitoredTrainCell.wrap(net, _loss_fn(), optimizer, clip_grad_norm=c["clip"])
     model = Model(train_net)
-    hparams = {"lr": c["lr"], "batch_size": c["batch"], "hidden": c["hidden"], "layers": c["layers"],
+    hparams = {"lr": lr, "batch_size": c["batch"], "hidden": c["hidden"], "layers": c["layers"],
                "heads": c["heads"], "steps": steps, "warmup": c["warmup"], "clip_grad_norm": c["clip"],
                "optimizer": "AdamWeightDecay"}
     every = max(steps // 8, 10)
-    monitor = TrainMonitor(run_dir, collect_freq=collect_freq, hparams=hparams,
-                           # Diagnostic tier: weight norms and a held-out evaluation 8 times per run.
-                           diagnostic_freq=every, eval_dataset=synthetic_dataset(8, c, seed=1),
-                           eval_metrics=["accuracy"], eval_freq=every,
-                           # Debug tier, every item, 8 times per run.
-                           debug="all", debug_freq=every)
-    started = time.time()
-    model.train(1, synthetic_dataset(steps, c), callbacks=[monitor, _Progress(log, every, steps)],
-                dataset_sink_mode=False)
-    log("done in %.0f s; view it with: %s" % (time.time() - started, tensorboard_command(root)))
+    callbacks = [TrainMonitor(run_dir, collect_freq=collect_freq, hparams=hparams,
+                              # Diagnostic tier: weight norms and a held-out evaluation 8 times per run.
+                              diagnostic_freq=every, eval_dataset=synthetic_dataset(8, c, seed=1),
+                              eval_metrics=["accuracy"], eval_freq=every,
+                              # Debug tier, every item, 8 times per run.
+                              debug="all", debug_freq=every),
+                 _Progress(label, steps, stream=stream, stop=stop)]
+    if landscape:
+        from .landscape import LandscapeCallback
+
+        callbacks.append(LandscapeCallback(run_dir, eval_data=synthetic_arrays(64, c, seed=2), methods=("random",),
+                                           grid=11, log=log, progress=True))
+    model.train(1, synthetic_dataset(steps, c), callbacks=callbacks, dataset_sink_mode=False)
     return run_dir
+
+
+def summary_collector_run(root, steps=20, config=None, name="mindspore_summary_collector"):
+    """A short run recorded by MindSpore's own ``SummaryCollector`` (``*_MS`` files); returns its folder."""
+    from mindspore.train import SummaryCollector
+
+    c = dict(DEMO_SMALL, **(config or {}))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    run_dir = os.path.join(root, name)
+    net = build_model(c)
+    optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=c["lr"], weight_decay=0.01)
+    model = Model(net, _loss_fn(), optimizer)
+    collector = SummaryCollector(run_dir, collect_freq=max(1, steps // 10),
+                                 collect_specified_data={"collect_input_data": False,
+                                                         "histogram_regular": "head.*|encoder.0.*dense1.*"})
+    model.train(1, synthetic_dataset(steps, c, seed=3), callbacks=[collector], dataset_sink_mode=False)
+    return run_dir
+
+
+def _collector_in_child(root, steps, log, stop, limit=180.0):
+    """Runs :func:`summary_collector_run` in a child process: SummaryCollector forks a writer pool, which can hang
+    in a multi-threaded parent; a child that hangs is killed after ``limit`` seconds. Returns the folder or None."""
+    cmd = [sys.executable, "-c", "import sys; from tb_mindspore_callbacks import demo; "
+           "demo.summary_collector_run(sys.argv[1], int(sys.argv[2]))", root, str(steps)]
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)    # Ctrl-C reaches the demo only; it stops the child
+    started = time.perf_counter()
+    while child.poll() is None:
+        if stop.requested or time.perf_counter() - started > limit:
+            child.kill()
+            child.wait()
+            if not stop.requested:
+                log("SummaryCollector run skipped: it did not finish in %.0f s" % limit)
+            return None
+        time.sleep(0.1)
+    if child.returncode != 0:
+        err = (child.stderr.read() or "").strip().splitlines()
+        log("SummaryCollector run failed: %s" % (err[-1] if err else "exit status %d" % child.returncode))
+        return None
+    return os.path.join(root, "mindspore_summary_collector")
+
+
+def _collect_freq(steps):
+    """Every 10 steps, more often in short runs (at least about 50 points for the health rules)."""
+    return max(1, min(10, steps // 50))
+
+
+def run_full_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, stream=None):
+    """The whole demo: a healthy run with a loss landscape, the same run with a learning rate 30x too high (the
+    Health panel names its problem), and a short ``SummaryCollector`` run (``*_MS`` files). Returns the folders.
+
+    Ctrl-C stops training after the current step and raises :class:`DemoInterrupted` saying what was recorded.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
+        raise ValueError("steps must be an int >= 2, got %r" % (steps,))
+    problem_steps = max(2, steps // 2)
+    collector_steps = max(2, min(20, steps))
+    runs = {}
+    started = time.perf_counter()
+    with _Stop() as stop:
+        def stopped(where):
+            done = ", ".join("%s (%s)" % (k, v) for k, v in runs.items()) or "nothing"
+            return DemoInterrupted("stopped by Ctrl-C during %s; recorded so far: %s" % (where, done))
+
+        try:
+            runs["healthy"] = run_demo(root, steps, log=log, collect_freq=_collect_freq(steps), landscape=True,
+                                       stop=stop, stream=stream, label="[1/3] healthy run")
+            if stop.requested:
+                raise stopped("the healthy run")
+            runs["problem"] = run_demo(root, problem_steps, log=log, collect_freq=_collect_freq(problem_steps),
+                                       lr_factor=PROBLEM_LR_FACTOR,
+                                       name="demo_lr_too_high", stop=stop, stream=stream,
+                                       label="[2/3] LR %gx too high" % PROBLEM_LR_FACTOR)
+            if stop.requested:
+                raise stopped("the run with the learning rate too high")
+        except DemoInterrupted:
+            raise
+        except KeyboardInterrupt:   # a second Ctrl-C, or Ctrl-C during the landscape
+            raise stopped("training")
+        log("[3/3] MindSpore's own SummaryCollector (*_MS files), %d steps, in a child process..." % collector_steps)
+        collector = _collector_in_child(root, collector_steps, log, stop)
+        if stop.requested:
+            raise stopped("the SummaryCollector run")
+        if collector:
+            runs["summary_collector"] = collector
+    log("done in %.0f s; view it with: %s" % (time.perf_counter() - started, tensorboard_command(root)))
+    return runs
 
 
 def tensorboard_command(logdir):

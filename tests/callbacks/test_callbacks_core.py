@@ -355,7 +355,7 @@ def test_demo_short_run_records_core_tier(tmp_path):
     run_dir = __import__("tb_mindspore_callbacks").run_demo(str(tmp_path), steps=12, log=lines.append,
                                                             collect_freq=4)
     assert os.path.dirname(run_dir) == str(tmp_path)
-    assert "_demo_lr0.001_bs32_h128_steps12" in os.path.basename(run_dir)
+    assert "_demo_lr0.001_bs32_h64_steps12" in os.path.basename(run_dir)
     assert any(run_dir in line for line in lines)
     scalars, tensors = read_run(run_dir)
     for tag in (metadata.LOSS, metadata.LEARNING_RATE, metadata.GRAD_NORM):
