@@ -77,7 +77,8 @@ def run(workers, grid, samples):
     rank0 = [w for w in out if w["rank"] == 0]
     if proc.returncode != 0 or not rank0 or not rank0[0]["complete"]:
         raise RuntimeError("msrun with %d workers failed (rc %s): %s" % (workers, proc.returncode, logs[-2000:]))
-    return {"workers": workers, "wall_s": wall, "rank0_s": rank0[0]["seconds"], "points": grid * grid}
+    return {"workers": workers, "wall_s": wall, "rank0_s": rank0[0]["seconds"], "points": grid * grid,
+            "rank0_seconds_per_point": rank0[0]["seconds_per_point"]}
 
 
 def main(argv=None):
@@ -96,8 +97,8 @@ def main(argv=None):
         for w in (counts if rep % 2 == 0 else counts[::-1]):
             r = run(w, args.grid, args.samples)
             runs.append(r)
-            print("rep %d: %d worker(s): msrun %.1f s, rank 0 %.1f s" % (rep, w, r["wall_s"], r["rank0_s"]),
-                  flush=True)
+            print("rep %d: %d worker(s): msrun %.1f s, rank 0 %.1f s (one evaluation %.0f ms)"
+                  % (rep, w, r["wall_s"], r["rank0_s"], 1000 * r["rank0_seconds_per_point"]), flush=True)
     best = {w: min(r["rank0_s"] for r in runs if r["workers"] == w) for w in counts}
     print()
     print("| workers (one core each) | %d x %d grid, rank 0 time (s), each run | speed-up (best vs best) |"
