@@ -195,3 +195,22 @@ def test_sharpness_profile_is_recorded_as_a_1d_landscape_at_each_measurement(tmp
     assert second == pytest.approx(cb.results[-1].sharpness, rel=0.1)
     assert (eig[0] + eig[-1]) / 2 - centre > (rand[0] + rand[-1]) / 2 - centre
     assert rec["metadata"]["threshold"] == pytest.approx(20.0) and rec["metadata"]["lines"][0] == "top Hessian eigenvector"
+
+
+def test_training_goes_on_bit_identically_with_the_callback(tmp_path, mode):
+    def final_params(with_callback):
+        x, y = data()
+        net = mlp()
+        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+        opt = nn.Momentum(net.trainable_params(), 0.1, 0.9)
+        dataset = ds.NumpySlicesDataset({"x": np.tile(x, (6, 1)), "y": np.tile(y, 6)}, shuffle=False).batch(N)
+        cbs = [SharpnessCallback(str(tmp_path / str(with_callback)), (x, y), every=2)] if with_callback else []
+        Model(net, loss_fn, opt).train(1, dataset, callbacks=cbs, dataset_sink_mode=False)
+        if cbs:
+            assert cbs[0].failed is None and len(cbs[0].results) == 3
+            assert cbs[0].results[0].optimizer_kind == "momentum"
+            assert cbs[0].results[0].threshold == pytest.approx(38.0)   # (2 + 2 * 0.9) / 0.1
+        return [p.asnumpy() for p in net.trainable_params()]
+
+    for a, b in zip(final_params(False), final_params(True)):
+        np.testing.assert_array_equal(a, b)
