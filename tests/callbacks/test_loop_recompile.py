@@ -152,13 +152,14 @@ def check_run(result, compiles, stderr, steps):
     quiet = after_warmup(stderr)
     assert len(quiet) < 2000, quiet[:2000]
     # Step times: a compilation costs tens of milliseconds, a step of this model about one; a few slow steps are
-    # the machine's noise, a recurring compilation would be many.
+    # the machine's noise (a loaded machine pauses a process now and then), a compilation at every debug point
+    # (every 10th step) would be 10% of them.
     import numpy as np
 
     times = np.array(result["times"][WARMUP:])
     assert len(times) == steps - WARMUP
     slow = int(np.sum(times > 20 * np.median(times)))
-    assert slow <= max(2, len(times) // 100), (slow, np.median(times), np.sort(times)[-5:])
+    assert slow <= max(3, len(times) // 20), (slow, np.median(times), np.sort(times)[-5:])
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
