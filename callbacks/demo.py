@@ -51,7 +51,13 @@ DEMO_CONFIG = {
 # (two runs, a landscape and a SummaryCollector run) is ready in under two minutes on an idle 2-core machine.
 DEMO_SMALL = dict(DEMO_CONFIG, hidden=64, seq=32, ffn=256)
 DEFAULT_STEPS = 600
-PROBLEM_LR_FACTOR = 30.0
+# The problem run: the peak learning rate 1000x the healthy one (1.0, a plain SGD value given to Adam) and no
+# gradient clipping. The loss turns Inf between two recorded points within a few dozen steps (the interval
+# statistics catch it), the gradient norm spikes and the head's update ratio ||dw||/||w|| goes above 0.1: the Health
+# panel names all three. (30x and 100x, with or without clipping, only collapse this model to chance level, which
+# no rule names.)
+PROBLEM_LR_FACTOR = 1000.0
+PROBLEM_CONFIG = {"clip": None}
 
 
 class TransformerClassifier(nn.Cell):
@@ -328,8 +334,9 @@ def _collect_freq(steps):
 
 
 def run_full_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, stream=None):
-    """The whole demo: a healthy run with a loss landscape, the same run with a learning rate 30x too high (the
-    Health panel names its problem), and a short ``SummaryCollector`` run (``*_MS`` files). Returns the folders.
+    """The whole demo: a healthy run with a loss landscape, the same run with a learning rate 1000x too high and no
+    gradient clipping (the Health panel names its problems), and a short ``SummaryCollector`` run (``*_MS`` files).
+    Returns the folders.
 
     Ctrl-C stops training after the current step and raises :class:`DemoInterrupted` saying what was recorded.
     """
@@ -350,9 +357,9 @@ def run_full_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, stream=N
             if stop.requested:
                 raise stopped("the healthy run")
             runs["problem"] = run_demo(root, problem_steps, log=log, collect_freq=_collect_freq(problem_steps),
-                                       lr_factor=PROBLEM_LR_FACTOR,
+                                       lr_factor=PROBLEM_LR_FACTOR, config=PROBLEM_CONFIG,
                                        name="demo_lr_too_high", stop=stop, stream=stream,
-                                       label="[2/3] LR %gx too high" % PROBLEM_LR_FACTOR)
+                                       label="[2/3] LR %gx too high, no clipping" % PROBLEM_LR_FACTOR)
             if stop.requested:
                 raise stopped("the run with the learning rate too high")
         except DemoInterrupted:

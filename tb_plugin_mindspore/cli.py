@@ -56,7 +56,7 @@ def _add_demo(sub):
         help="train a small transformer on synthetic data, record it, and open TensorBoard with the MindSpore tab",
         description="Trains a 2-layer transformer classifier (mindspore.nn, synthetic data, no downloads) while "
                     "TrainMonitor records it under LOGDIR/<date>_demo_<hparams>/ with a loss landscape, trains it "
-                    "again with a learning rate 30x too high (the Health panel names the problem), records a short "
+                    "again with a learning rate 1000x too high and no gradient clipping (the Health panel names the problem), records a short "
                     "run with MindSpore's own SummaryCollector (*_MS files), then serves TensorBoard.",
     )
     p.add_argument("--logdir", default="./summary_log", help="root folder for run folders (default: %(default)s)")
