@@ -102,6 +102,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
+        # The status route's warnings walk every reader; under load one collection serves every caller for a second.
+        self._warnings = series_cache.TtlMemo()
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
         # The same configuration gives the page its thresholds (the contract route).
         self._health_config = None
@@ -193,7 +195,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
             body = self._status.describe(len(tags), has_scalars)
         # Everything left out, with its file and byte offset where there is one, so nothing is silently missing:
         # damaged *_MS records, unreadable files, records that break TensorBoard's loaders, malformed series.
-        body["warnings"] = problems.collect(self, ctx, eid, provider_ok=tags is not None)
+        provider_ok = tags is not None
+        body["warnings"] = self._warnings.get((eid, provider_ok),
+                                              lambda: problems.collect(self, ctx, eid, provider_ok=provider_ok))
         return body
 
     def _data_server_message(self):

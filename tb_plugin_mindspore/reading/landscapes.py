@@ -16,6 +16,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
+from . import series_cache
 from ..landscape import format as fmt
 from . import encode
 
@@ -95,7 +96,7 @@ class LandscapeReader:
         """``[{"run", "file", "offset", "tag", "step", "reason"}]`` for every landscape record left out (malformed
         JSON, nesting, a grid that does not match its losses, unreadable plugin content). A tag is read again only
         when its listing changed."""
-        listing = self._provider.list_tensors(ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME)
+        listing = series_cache.listings_for(self._provider).tensors(ctx, eid, metadata.PLUGIN_NAME)
         out = []
         seen = set()
         for run, tags in sorted(listing.items()):

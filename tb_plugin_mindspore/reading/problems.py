@@ -32,7 +32,9 @@ def _normalized(w):
 
 def content_problems(data_provider, ctx, eid):
     """Our plugin's series whose plugin content cannot be read (they are left out of every listing)."""
-    listing = data_provider.list_tensors(ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME)
+    from .series_cache import listings_for
+
+    listing = listings_for(data_provider).tensors(ctx, eid, metadata.PLUGIN_NAME)
     out = []
     for run, tags in sorted(listing.items()):
         for tag, series in sorted(tags.items()):
