@@ -8,7 +8,7 @@ import sys
 import pytest
 
 BIN = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
-DEMO_TEST_STEPS = 60
+DEMO_TEST_STEPS = 200
 
 
 @pytest.mark.parametrize("steps", ["1", "0", "-3", "many"])
