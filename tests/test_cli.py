@@ -69,6 +69,7 @@ def _check(logdir):
     return {r["run"]: r["findings"] for r in json.loads(p.stdout)["runs"]}
 
 
+@pytest.mark.slow   # ~60 s on an idle 2-core machine: three compiled graphs, a landscape, a SummaryCollector child
 def test_short_demo_records_every_kind_of_run_and_check_names_the_problem(tmp_path):
     from tb_plugin_mindspore.reading.ms_logdir import file_kind
 
