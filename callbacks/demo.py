@@ -25,6 +25,7 @@ import mindspore.dataset as ds
 from mindspore.nn.learning_rate_schedule import LearningRateSchedule
 from mindspore.train import Callback, Model
 
+from .landscape_run import LandscapeInterrupted
 from .monitor import TrainMonitor
 from .run_dir import make_run_dir
 from .train_cell import MonitoredTrainCell
@@ -244,13 +245,14 @@ def _loss_fn():
 
 
 def run_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, collect_freq=10, mode="graph", config=None,
-             lr_factor=1.0, name="demo", landscape=False, stop=None, label="training", stream=None):
+             lr_factor=1.0, name="demo", landscape=False, stop=None, label="training", stream=None, on_run_dir=None):
     """Trains the demo transformer for ``steps`` steps and records it with every tier; returns the run folder.
 
     Records core every ``collect_freq`` steps; weight norms, a held-out evaluation (loss, accuracy) and all debug
     items 8 times per run; hyperparameters for TensorBoard's HParams tab; a line in ``<root>/experiments.md``.
     ``config`` replaces entries of :data:`DEMO_SMALL`; ``lr_factor`` multiplies the peak learning rate; with
     ``landscape`` an 11 x 11 random-plane loss landscape on 64 held-out samples is computed at the end.
+    ``on_run_dir(path)`` is called once the run folder exists.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError("steps must be an int >= 2, got %r" % (steps,))
@@ -261,6 +263,8 @@ def run_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, collect_freq=
     lr = c["lr"] * lr_factor
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     run_dir = make_run_dir(root, name, {"lr": lr, "bs": c["batch"], "h": c["hidden"], "steps": steps})
+    if on_run_dir is not None:
+        on_run_dir(run_dir)
     log("%s: a %d-layer transformer classifier (hidden %d, seq %d, batch %d), peak LR %g, %d steps -> %s"
         % (label, c["layers"], c["hidden"], c["seq"], c["batch"], lr, steps, run_dir))
     net = build_model(c)
@@ -346,26 +350,31 @@ def run_full_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, stream=N
     collector_steps = max(2, min(20, steps))
     runs = {}
     started = time.perf_counter()
+    log("tb-mindspore demo: [1/3] a healthy run, %d steps, and its loss landscape; [2/3] the learning rate 1000x too "
+        "high, %d steps; [3/3] a SummaryCollector run, %d steps. Under two minutes on an idle 2-core machine with the "
+        "default 600 steps." % (steps, problem_steps, collector_steps))
     with _Stop() as stop:
         def stopped(where):
             done = ", ".join("%s (%s)" % (k, v) for k, v in runs.items()) or "nothing"
             return DemoInterrupted("stopped by Ctrl-C during %s; recorded so far: %s" % (where, done))
 
         try:
-            runs["healthy"] = run_demo(root, steps, log=log, collect_freq=_collect_freq(steps), landscape=True,
-                                       stop=stop, stream=stream, label="[1/3] healthy run")
+            where = "the healthy run"
+            run_demo(root, steps, log=log, collect_freq=_collect_freq(steps), landscape=True, stop=stop,
+                     stream=stream, label="[1/3] healthy run", on_run_dir=lambda d: runs.__setitem__("healthy", d))
             if stop.requested:
-                raise stopped("the healthy run")
-            runs["problem"] = run_demo(root, problem_steps, log=log, collect_freq=_collect_freq(problem_steps),
-                                       lr_factor=PROBLEM_LR_FACTOR, config=PROBLEM_CONFIG,
-                                       name="demo_lr_too_high", stop=stop, stream=stream,
-                                       label="[2/3] LR %gx too high, no clipping" % PROBLEM_LR_FACTOR)
+                raise stopped(where)
+            where = "the run with the learning rate too high"
+            run_demo(root, problem_steps, log=log, collect_freq=_collect_freq(problem_steps),
+                     lr_factor=PROBLEM_LR_FACTOR, config=PROBLEM_CONFIG, name="demo_lr_too_high", stop=stop,
+                     stream=stream, label="[2/3] LR %gx too high, no clipping" % PROBLEM_LR_FACTOR,
+                     on_run_dir=lambda d: runs.__setitem__("problem", d))
             if stop.requested:
-                raise stopped("the run with the learning rate too high")
+                raise stopped(where)
         except DemoInterrupted:
             raise
-        except KeyboardInterrupt:   # a second Ctrl-C, or Ctrl-C during the landscape
-            raise stopped("training")
+        except KeyboardInterrupt as e:   # Ctrl-C during the landscape (its finished points are written), or twice
+            raise stopped("the healthy run's loss landscape" if isinstance(e, LandscapeInterrupted) else where)
         log("[3/3] MindSpore's own SummaryCollector (*_MS files), %d steps, in a child process..." % collector_steps)
         collector = _collector_in_child(root, collector_steps, log, stop)
         if stop.requested:

@@ -125,3 +125,27 @@ def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
     run = [r for r in os.listdir(tmp_path) if "_demo_lr0.001_" in r]
     assert len(run) == 1 and run[0] in last
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / run[0]))
+
+
+@pytest.mark.slow
+def test_demo_ctrl_c_during_the_landscape_keeps_the_run(tmp_path):
+    import signal
+
+    p = _demo(tmp_path, 20)
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if line.startswith("loss landscape (random): 11 x 11"):
+                break
+        p.send_signal(signal.SIGINT)
+        out = "".join(seen) + p.communicate(timeout=120)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out
+    assert "Traceback" not in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("tb-mindspore demo: stopped by Ctrl-C during the healthy run's loss landscape; "
+                           "recorded so far: healthy ("), last
+    assert not any("lr-too-high" in r for r in os.listdir(tmp_path))
