@@ -120,13 +120,13 @@ def read_scalars(logdir):
     return {tag: [(e.step, e.value) for e in ea.Scalars(tag)] for tag in ea.Tags()["scalars"]}
 
 
-def train(logdir, optimizer_of, lr, steps=12, every=4, seed=0):
+def train(logdir, optimizer_of, lr, steps=12, every=4, seed=0, **options):
     x, y = data(seed)
     net = mlp(seed)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     opt = optimizer_of(net.trainable_params(), lr)
     dataset = ds.NumpySlicesDataset({"x": np.tile(x, (steps, 1)), "y": np.tile(y, steps)}, shuffle=False).batch(N)
-    cb = SharpnessCallback(str(logdir), (x, y), every=every, iterations=12, trace_probes=1)
+    cb = SharpnessCallback(str(logdir), (x, y), every=every, iterations=12, trace_probes=1, **options)
     Model(net, loss_fn, opt).train(1, dataset, callbacks=[cb], dataset_sink_mode=False)
     return cb, read_scalars(logdir)
 
@@ -177,7 +177,7 @@ def test_sharpness_profile_is_recorded_as_a_1d_landscape_at_each_measurement(tmp
 
     from tb_plugin_mindspore.landscape.format import normalize_record
 
-    cb, _ = train(tmp_path, lambda p, lr: nn.SGD(p, learning_rate=lr), 0.1)
+    cb, _ = train(tmp_path, lambda p, lr: nn.SGD(p, learning_rate=lr), 0.1, profile_every=1)
     ea = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
     ea.Reload()
     events = ea.Tensors("landscape/sharpness_profile")

@@ -59,7 +59,7 @@ def sharpness_run(logdir):
     x, y = rs.randn(32, 6).astype(np.float32), rs.randint(0, 3, 32).astype(np.int32)
     ms.set_seed(0)
     net = nn.SequentialCell([nn.Dense(6, 8), nn.Tanh(), nn.Dense(8, 3)])
-    cb = SharpnessCallback(str(logdir), (x, y), every=3, probe_samples=32)
+    cb = SharpnessCallback(str(logdir), (x, y), every=3, probe_samples=32, profile_every=1)
     data = ds.NumpySlicesDataset({"x": np.tile(x, (6, 1)), "y": np.tile(y, 6)}, shuffle=False).batch(32)
     Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
           nn.SGD(net.trainable_params(), 0.5)).train(1, data, callbacks=[cb], dataset_sink_mode=False)
