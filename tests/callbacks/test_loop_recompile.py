@@ -186,7 +186,9 @@ def test_loop_memory_stays_flat_long(tmp_path, mode, steps):
     result, compiles, stderr = run_monitored(tmp_path, "loop", mode, steps, debug="all", timeout=900)
     check_run(result, compiles, stderr, steps)
     bare, _, _ = run_monitored(tmp_path, "loop_bare", mode, steps, timeout=900)
-    assert rss_slope(result["rss"]) < rss_slope(bare["rss"]) + 1024, (result["rss"][-3:], bare["rss"][-3:])
+    # The bare PYNATIVE loop's own growth varies by about 2 KB a step from run to run; the recompiling monitor
+    # added about 2.5 MB a step.
+    assert rss_slope(result["rss"]) < rss_slope(bare["rss"]) + 4096, (result["rss"][-3:], bare["rss"][-3:])
 
 
 if __name__ == "__main__":
