@@ -1,11 +1,14 @@
-"""A one-minute demo run: a small transformer classifier on synthetic data, recorded with the core tier.
+"""The demo: a small transformer classifier on synthetic data, recorded with every tier (``run_demo``), and the
+whole ``tb-mindspore demo`` (``run_full_demo``): a healthy run with a loss landscape, a run whose learning rate is
+far too high, and a short ``SummaryCollector`` run, with a progress bar and a graceful Ctrl-C.
 
 The task is learnable but not trivial: every sequence is random tokens (from a small vocabulary, so motif tokens
 also occur at random) with one of ``classes`` planted motifs (a short fixed token pattern) at a random position,
 and the label is which motif was planted. The model has to find the motif anywhere in the sequence, so the loss
 falls from ``ln(classes)`` over a few hundred steps.
 
-``build_model`` and ``synthetic_dataset`` are also used by ``bench/overhead.py`` (same model as the benchmark).
+``build_model`` and ``synthetic_dataset`` are also used by ``bench/overhead.py``: ``DEMO_CONFIG`` is the benchmark
+model (hidden 128, seq 64); the demo trains ``DEMO_SMALL`` (hidden 64, seq 32), about a fifth of its cost per step.
 """
 
 import math

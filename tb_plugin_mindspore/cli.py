@@ -56,8 +56,9 @@ def _add_demo(sub):
         help="train a small transformer on synthetic data, record it, and open TensorBoard with the MindSpore tab",
         description="Trains a 2-layer transformer classifier (mindspore.nn, synthetic data, no downloads) while "
                     "TrainMonitor records it under LOGDIR/<date>_demo_<hparams>/ with a loss landscape, trains it "
-                    "again with a learning rate 1000x too high and no gradient clipping (the Health panel names the problem), records a short "
-                    "run with MindSpore's own SummaryCollector (*_MS files), then serves TensorBoard.",
+                    "again with a learning rate 1000x too high and no gradient clipping (the Health panel names "
+                    "the problem), records a short run with MindSpore's own SummaryCollector (*_MS files), then "
+                    "serves TensorBoard.",
     )
     p.add_argument("--logdir", default="./summary_log", help="root folder for run folders (default: %(default)s)")
     p.add_argument("--steps", type=_steps, default=None,
@@ -71,11 +72,16 @@ def _add_demo(sub):
 def _run_demo(args):
     if not args.no_serve and not port_is_free(args.port):
         raise CliError("port %d is already in use; pass --port to pick another one" % args.port)
+    import importlib.util
+
+    missing = CliError('the demo trains a MindSpore model: pip install "tb-plugin-mindspore[mindspore]"')
+    if importlib.util.find_spec("mindspore") is None:
+        raise missing
     print("%s demo: loading MindSpore..." % PROG, file=sys.stderr, flush=True)
     try:
         import mindspore  # noqa: F401
     except ImportError:
-        raise CliError('the demo trains a MindSpore model: pip install "tb-plugin-mindspore[mindspore]"')
+        raise missing
     from tb_mindspore_callbacks import demo
 
     steps = demo.DEFAULT_STEPS if args.steps is None else args.steps
