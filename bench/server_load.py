@@ -506,6 +506,7 @@ def soak(path, loaders, seconds, rate, sample_every=10.0):
                     for key, server in servers.items():
                         samples[key].append((round(time.time() - t0, 1), step, round(server.rss(), 1)))
                 time.sleep(0.05)
+            dropped = w.dropped
         time.sleep(sample_every)
         for key, server in servers.items():
             samples[key].append((round(time.time() - t0, 1), step, round(server.rss(), 1)))
@@ -515,6 +516,7 @@ def soak(path, loaders, seconds, rate, sample_every=10.0):
                 samples[key].append(("loaded", body["points"][-1][0], body["total_points"]))
             except (OSError, RuntimeError, ValueError, KeyError, IndexError) as e:
                 samples[key].append(("loaded", None, type(e).__name__))
+            samples[key].append(("writer dropped", dropped))
     finally:
         for server in servers.values():
             server.close()
