@@ -186,7 +186,7 @@ class _Progress(Callback):
         if self.tty:
             if now - self.last_draw >= 0.2 or step == self.total:
                 self.last_draw = now
-                self._write(line, end="")
+                self._write(line, end="\n" if step == self.total else "")   # the last draw keeps its line
         elif step == 1 or step * 10 >= self.next_tenth * self.total:
             while step * 10 >= self.next_tenth * self.total:
                 self.next_tenth += 1
