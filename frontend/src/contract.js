@@ -39,6 +39,12 @@ export function partialHint(contract, tier, tags) {
   return `Not recorded in these runs: ${labels}. Add them with TrainMonitor(${missing.map((m) => m.option).join(", ")}).`;
 }
 
+/** The reference line drawn on a tag's chart from another series of the same run ({tag, label}), or null. */
+export function referenceOf(contract, tag) {
+  const ref = contract.references && contract.references[tag];
+  return ref ? { tag: ref.tag, label: ref.label } : null;
+}
+
 /** What a tag's y axis shows: {label, unit} (the unit "" when the quantity has none). */
 export function axisOf(contract, tag) {
   const known = contract.axes[tag];

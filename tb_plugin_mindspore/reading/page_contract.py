@@ -60,6 +60,13 @@ AXES = {
     md.GRAD_NORM_LAYERS: ("gradient L2 norm", ""),
     md.DATA_WAIT_MS: ("data wait", "ms"),
 }
+# Reference lines drawn on a chart from another series of the same run: the edge-of-stability line (2/lr for SGD,
+# 38/lr for Adam's preconditioned sharpness; Cohen et al. 2021, 2022) on the sharpness charts.
+REFERENCES = {
+    md.SHARPNESS: (md.SHARPNESS_THRESHOLD, "stability line"),
+    md.SHARPNESS_PRECONDITIONED: (md.SHARPNESS_THRESHOLD, "stability line"),
+}
+
 UNIT_SUFFIXES = (("_ms", "ms"), ("_sec", "s"), ("_seconds", "s"), ("_bytes", "bytes"))
 
 # Where the update-ratio marks of the heatmap come from: the rule and threshold of each mark.
@@ -93,6 +100,7 @@ def build(config=None):
         "expected": {tier: [dict(e) for e in items] for tier, items in EXPECTED.items()},
         "axes": {tag: {"label": label, "unit": unit} for tag, (label, unit) in AXES.items()},
         "unit_suffixes": [{"suffix": s, "unit": u} for s, u in UNIT_SUFFIXES],
+        "references": {tag: {"tag": ref, "label": label} for tag, (ref, label) in REFERENCES.items()},
         "update_ratio": {"healthy": HEALTHY_UPDATE_RATIO, "slow": marks["slow"], "fast": marks["fast"],
                          "rules": {name: rule for name, (rule, _) in _MARK_RULES.items()}},
     }

@@ -98,3 +98,30 @@ def test_charts_never_mislead(page, dashboard_server):
     frame.wait_for_function("() => document.querySelector('[data-testid=mindspore-dashboard]').dataset.theme === 'light'")
     assert_same_origin(page, base)
     assert page.console_errors == [], page.console_errors
+
+
+def test_sharpness_chart_draws_the_stability_line(page, tmp_path):
+    """The top-eigenvalue chart carries the run's edge-of-stability line (a reference series named by the contract)
+    as a dashed line of the run's colour; a run without the line is drawn without it."""
+    from tb_harness import tensorboard_process
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.writer import SummaryWriter
+
+    for run, with_line in (("adam", True), ("no_line", False)):
+        with SummaryWriter(str(tmp_path / run), flush_secs=0.2) as w:
+            for step in range(10, 210, 10):
+                w.scalar(metadata.LOSS, 1.0 / step, step)
+                w.scalar(metadata.SHARPNESS, 0.5 * step, step)
+                if with_line:
+                    w.scalar(metadata.SHARPNESS_THRESHOLD, 38 / 1e-3 / 400, step)
+    with tensorboard_process(tmp_path) as base:
+        frame = open_tab(page, base)
+        wait_drawn(frame)
+        card = chart_selector(metadata.SHARPNESS)
+        frame.locator(card).scroll_into_view_if_needed()
+        wait_attr(frame, metadata.SHARPNESS, "state", "v === 'drawn'")
+        wait_attr(frame, metadata.SHARPNESS, "references", "v === '1'")
+        attrs = chart_attrs(frame, metadata.SHARPNESS)
+        assert attrs["runCount"] == "2" and attrs["references"] == "1"
+        frame.locator('[data-testid=chart-card][data-tag="%s"]' % metadata.SHARPNESS).screenshot(
+            path=os.path.join(ARTIFACTS, "sharpness-stability-line.png"))

@@ -74,11 +74,18 @@ export class LineChart {
   update(runs, opts) {
     this.opts = { ...opts };
     const smoothOn = opts.smoothing > 0;
-    this.entries = runs.map((r) => ({ run: r.run, color: r.color, prep: prepareSeries(r.data, opts) }));
+    this.entries = runs.map((r) => ({
+      run: r.run,
+      color: r.color,
+      prep: prepareSeries(r.data, opts),
+      // A reference line from another series of the run (e.g. the stability line), drawn raw and dashed.
+      ref: r.reference && r.reference.points && r.reference.points.length ? prepareSeries(r.reference, { ...opts, smoothing: 0 }) : null,
+      refLabel: r.referenceLabel || "reference",
+    }));
     const withBand = (e) => opts.showInterval && e.prep.band !== null;
     for (const e of this.entries) e.smoothBold = smoothedIsBold(e.prep, opts.smoothing);
     const key = JSON.stringify([
-      this.entries.map((e) => [e.run, e.color, withBand(e), e.smoothBold]),
+      this.entries.map((e) => [e.run, e.color, withBand(e), e.smoothBold, Boolean(e.ref)]),
       opts.xAxis,
       opts.logY,
       smoothOn,
@@ -90,6 +97,7 @@ export class LineChart {
     for (const e of this.entries) {
       tables.push(smoothOn ? [e.prep.xs, e.prep.raw, e.prep.smoothed] : [e.prep.xs, e.prep.raw]);
       if (withBand(e)) tables.push([e.prep.band.xs, e.prep.band.hi, e.prep.band.lo]);
+      if (e.ref) tables.push([e.ref.xs, e.ref.raw]);
     }
     const data = tables.length ? uPlot.join(tables) : [[]];
 
@@ -116,7 +124,8 @@ export class LineChart {
     }
     const faint = smoothOn ? this.entries.filter((e) => !e.smoothBold).length : 0;
     this.host.dataset.smoothing = !smoothOn ? "off" : faint === this.entries.length ? "raw-bold" : faint ? "mixed" : "smoothed-bold";
-    return { points, runs: this.entries.length, nonfinite, sparseSmoothed: faint };
+    const references = this.entries.filter((e) => e.ref).length;
+    return { points, runs: this.entries.length, nonfinite, sparseSmoothed: faint, references };
   }
 
   build(data, opts, smoothOn, withBand) {
@@ -145,6 +154,9 @@ export class LineChart {
         const common = { stroke: "transparent", width: 0, spanGaps: true, points: { show: false } };
         series.push({ label: e.run + " max", ...common }, { label: e.run + " min", ...common });
         bands.push({ series: [hi, hi + 1], fill: withAlpha(e.color, 0.14) });
+      }
+      if (e.ref) {
+        series.push({ label: `${e.run} ${e.refLabel}`, stroke: withAlpha(e.color, 0.8), width: 1.25, dash: [8, 4], spanGaps: true, points: { show: false } });
       }
     }
     const xValues =

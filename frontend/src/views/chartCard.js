@@ -4,7 +4,7 @@
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
-import { axisOf } from "../contract.js";
+import { axisOf, referenceOf } from "../contract.js";
 import { el, clear } from "../dom.js";
 
 export class ChartCard {
@@ -16,6 +16,7 @@ export class ChartCard {
     this.tier = tier;
     this.store = store;
     this.yAxis = axisOf(contract, tag);
+    this.reference = referenceOf(contract, tag); // e.g. the stability line on a sharpness chart
     this.active = false;
     this.generation = 0;
     this.lastRuns = [];
@@ -102,7 +103,7 @@ export class ChartCard {
       runs.map((r) =>
         this.store
           .get(r.run, this.tag, { refresh })
-          .then((data) => ({ ...r, data }))
+          .then((data) => this.withReference(r, data, refresh))
           .catch((error) => ({ ...r, error })),
       ),
     );
@@ -119,12 +120,23 @@ export class ChartCard {
     }
   }
 
+  /** The run's data plus its reference series when the contract names one and the run has it. */
+  async withReference(r, data, refresh) {
+    if (!this.reference) return { ...r, data };
+    const reference = await this.store.get(r.run, this.reference.tag, { refresh }).catch(() => null);
+    return { ...r, data, reference, referenceLabel: this.reference.label };
+  }
+
   drawRuns(runs, opts) {
     if (!this.chart) {
       this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis });
       if (this.highlighted) this.chart.setHighlight(this.highlighted.steps, this.highlighted.run);
     }
-    const drawn = this.chart.update(runs.map((r) => ({ run: r.run, color: r.color, data: r.data })), opts);
+    const drawn = this.chart.update(
+      runs.map((r) => ({ run: r.run, color: r.color, data: r.data, reference: r.reference, referenceLabel: r.referenceLabel })),
+      opts,
+    );
+    this.chartHost.dataset.references = String(drawn.references || 0);
     this.chartHost.dataset.runCount = String(drawn.runs);
     this.chartHost.dataset.points = String(drawn.points);
     this.chartHost.dataset.nonfinite = String(drawn.nonfinite);
