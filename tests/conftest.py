@@ -6,6 +6,38 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+# Browser fixtures shared by tests/frontend and tests/reliability: Playwright's sync API allows one instance per
+# thread, so two session-scoped browsers (one per folder) would collide when both folders run in one session.
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "frontend"))
+    from browser_helpers import CHROMIUM_ARGS, chromium_path
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context and page; ``page.network_log`` records every request, ``page.console_errors``
+    every console error and uncaught exception."""
+    from browser_helpers import NetworkLog
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    net = NetworkLog(context)
+    page = context.new_page()
+    page.network_log = net
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    yield page
+    context.close()
+
+
 @pytest.fixture(scope="session")
 def recorded_logdir(tmp_path_factory):
     """Two runs recorded by the real TrainMonitor from real MindSpore training (GRAPH_MODE, 32 steps each)."""

@@ -10,7 +10,7 @@ for path in (HERE, os.path.dirname(HERE)):  # browser_helpers, and tests/tb_harn
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from browser_helpers import CHROMIUM_ARGS, NetworkLog, chromium_path, write_dashboard_runs  # noqa: E402
+from browser_helpers import write_dashboard_runs  # noqa: E402
 from tb_harness import tensorboard_process  # noqa: E402
 
 
@@ -36,25 +36,4 @@ def empty_logdir(tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="session")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh browser context and page; ``page.network_log`` records every request, ``page.console_errors``
-    every console error and uncaught exception."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    net = NetworkLog(context)
-    page = context.new_page()
-    page.network_log = net
-    page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
-    yield page
-    context.close()
+# The browser and page fixtures are in tests/conftest.py (one Playwright instance for the whole session).

@@ -46,29 +46,4 @@ def real_event_file(tmp_path_factory):
     return path.read_bytes()
 
 
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's Chromium, headless (as in tests/frontend)."""
-    from browser_helpers import CHROMIUM_ARGS, chromium_path
-
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh context and page recording every request (``page.network_log``) and console error."""
-    from browser_helpers import NetworkLog
-
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    net = NetworkLog(context)
-    page = context.new_page()
-    page.network_log = net
-    page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
-    yield page
-    context.close()
+# The browser and page fixtures are in tests/conftest.py (one Playwright instance for the whole session).
