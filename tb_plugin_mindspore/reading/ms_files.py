@@ -511,32 +511,13 @@ def _user_info(info, out):
         _user_info(child, out)
 
 
-def _dataset_graph(graph, depth=0):
-    if depth > 32:
-        return {}
-    node = {}
-    if graph.HasField("parameter"):
-        p = graph.parameter
-        params = {}
-        params.update({k: v for k, v in p.mapStr.items()})
-        params.update({k: list(v.strValue) for k, v in p.mapStrList.items()})
-        params.update({k: bool(v) for k, v in p.mapBool.items()})
-        params.update({k: int(v) for k, v in p.mapInt.items()})
-        params.update({k: float(v) for k, v in p.mapDouble.items()})
-        node["op_type"] = params.pop("op_type", None)
-        node["params"] = params
-    if graph.children:
-        node["children"] = [_dataset_graph(c, depth + 1) for c in graph.children]
-    return node
-
-
 def lineage_update(lineage, event):
     """Merges one ``LineageEvent`` into ``lineage`` (a dict, changed in place). May raise on damaged data.
 
     Keys: ``hparams`` (flat name -> value: optimizer, learning_rate, loss_function, epoch, batch_size,
     parallel_mode, device_num, train_dataset_size, train_dataset_path, network, loss, model_path, model_size,
     eval metrics as ``metric/<name>``, valid_dataset_*, plus every user-defined key), ``user`` (the user-defined
-    data as given), ``dataset_graph`` (nested ``{"op_type", "params", "children"}``), ``wall_time`` (last update).
+    data as given), ``wall_time`` (last update). The dataset pipeline is decoded by ``ms_lineage.lineage_update``.
     """
     which = event.WhichOneof("what")
     hp = lineage.setdefault("hparams", {})
@@ -592,6 +573,4 @@ def lineage_update(lineage, event):
         for key, value in user.items():
             if not isinstance(value, dict):
                 hp[key] = value
-    elif which == "dataset_graph":
-        lineage["dataset_graph"] = _dataset_graph(event.dataset_graph)
     return lineage
