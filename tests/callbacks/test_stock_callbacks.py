@@ -1,8 +1,6 @@
 """MindSpore's own callbacks next to TrainMonitor, with the wrapped cell (``Model(MonitoredTrainCell.wrap(...))``)."""
 
-import contextlib
 import os
-import threading
 
 import pytest
 
@@ -17,36 +15,9 @@ from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor  # noqa: E402
 
 from cb_helpers import classification_data, dense_net, read_run  # noqa: E402
+from summary_watchdog import unblock_summary_writers  # noqa: E402
 
 STEPS_PER_EPOCH, EPOCHS, LR = 4, 3, 0.05
-
-
-@contextlib.contextmanager
-def _unblock_summary_writers(limit=120.0):
-    """MindSpore's SummaryCollector forks a writer pool from this multi-threaded process; now and then one of the
-    pool's workers hangs on a lock when it is closed, and ``Model.train`` waits for it forever (MindSpore's bug, not
-    ours: it is the pool's own termination). After ``limit`` seconds this kills the children of this process, which
-    lets ``Model.train`` return; the assertions then judge what was recorded."""
-    import psutil
-
-    done = threading.Event()
-
-    def watch():
-        if done.wait(limit):
-            return
-        for child in psutil.Process().children(recursive=True):
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
 
 
 def _halve_after_step_3(lr, step):
@@ -79,7 +50,7 @@ def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
     if mode == "graph":     # "FlopsUtilizationCollector now only support graph mode"
         stock.append(FlopsUtilizationCollector(data_size=STEPS_PER_EPOCH))
     monitor = TrainMonitor(str(run), collect_freq=1, registry=None)
-    with _unblock_summary_writers():
+    with unblock_summary_writers():  # MindSpore's writer pool can deadlock at close
         model.train(EPOCHS, classification_data(STEPS_PER_EPOCH), callbacks=stock + [monitor],
                     dataset_sink_mode=False)
 

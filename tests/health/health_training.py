@@ -224,7 +224,10 @@ def train_collector(logdir, train_data, epochs=2, collect_freq=1):
               "collect_dataset_graph": False}
     collector = SummaryCollector(str(logdir), collect_freq=collect_freq, collect_specified_data=wanted,
                                  keep_default_action=False)
-    model.train(epochs, dataset(x, y), callbacks=[collector], dataset_sink_mode=False)
+    from summary_watchdog import unblock_summary_writers
+
+    with unblock_summary_writers():  # MindSpore's writer pool can deadlock at close
+        model.train(epochs, dataset(x, y), callbacks=[collector], dataset_sink_mode=False)
     # SummaryRecord finishes writing in the background and makes the file read-only (0400) once it is closed.
     import glob
     import os
