@@ -79,6 +79,16 @@ KINDS = (KIND_INTERVAL, KIND_LAYERS, KIND_RUN_INFO)
 KIND_LANDSCAPE = "landscape"
 KIND_TENSOR = "tensor"
 KINDS = KINDS + (KIND_LANDSCAPE, KIND_TENSOR)
+# Live health (issue 16): one JSON string tensor per event found while training, at the step it was detected
+# (fields: HEALTH_EVENT_FIELDS), and the run's end marker (RUN_END_FIELDS). Builders and decoders below.
+HEALTH_EVENT = "_meta/health_event"
+RUN_END = "_meta/run_end"
+KIND_HEALTH_EVENT = "health_event"
+KIND_RUN_END = "run_end"
+KINDS = KINDS + (KIND_HEALTH_EVENT, KIND_RUN_END)
+# Flight recorder dumps: per-layer vectors (KIND_LAYERS) of the steps before an anomaly, at their real steps.
+FLIGHT_GRAD_NORM_LAYERS = "debug/flight/layer_grad_norm"
+FLIGHT_NONFINITE_LAYERS = "debug/flight/layer_nonfinite"
 
 # Order of the values in an interval tensor.
 INTERVAL_FIELDS = ("min", "mean", "max", "count", "nonfinite")
@@ -232,3 +242,69 @@ def create_summary_metadata(kind, description="", **fields):
         ),
         data_class=summary_pb2.DATA_CLASS_TENSOR,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Live health events and the run end marker (JSON string tensors under HEALTH_EVENT / RUN_END).
+HEALTH_EVENT_FIELDS = ("rule", "severity", "step", "first_step", "message", "advice", "layers", "action",
+                       "checkpoint", "source")
+HEALTH_SEVERITIES = ("error", "warning")
+HEALTH_ACTIONS = ("none", "stopped", "skipped_update", "checkpoint")
+RUN_END_FIELDS = ("status", "step", "wall_time", "reason")
+RUN_END_STATUSES = ("finished", "stopped", "interrupted", "failed")
+
+
+def health_event(rule, severity, step, first_step=None, message="", advice="", layers=(), action="none",
+                 checkpoint=None, source="live"):
+    """The JSON object of one live health event (raises ValueError on a bad severity or action)."""
+    if severity not in HEALTH_SEVERITIES:
+        raise ValueError("severity must be one of %s, got %r" % (", ".join(HEALTH_SEVERITIES), severity))
+    if action not in HEALTH_ACTIONS:
+        raise ValueError("action must be one of %s, got %r" % (", ".join(HEALTH_ACTIONS), action))
+    return {"rule": str(rule), "severity": severity, "step": int(step),
+            "first_step": int(step if first_step is None else first_step), "message": str(message),
+            "advice": str(advice), "layers": [str(n) for n in layers], "action": action,
+            "checkpoint": None if checkpoint is None else str(checkpoint), "source": str(source)}
+
+
+def decode_health_event(obj):
+    """A health event as written by any version (text or dict) -> dict with every field of HEALTH_EVENT_FIELDS;
+    raises ContentError when it is not one."""
+    if not isinstance(obj, dict):
+        obj = loads_json(obj, "the health event")
+    if not isinstance(obj, dict) or not isinstance(obj.get("rule"), str) or not obj["rule"]:
+        raise ContentError("a health event needs a rule name")
+    try:
+        step = int(obj.get("step"))
+        first = int(obj.get("first_step", step))
+    except (TypeError, ValueError):
+        raise ContentError("a health event needs an integer step")
+    layers = obj.get("layers") or []
+    return {"rule": obj["rule"], "severity": "warning" if obj.get("severity") == "warning" else "error",
+            "step": step, "first_step": min(first, step), "message": str(obj.get("message") or ""),
+            "advice": str(obj.get("advice") or ""),
+            "layers": [str(n) for n in layers] if isinstance(layers, list) else [],
+            "action": obj.get("action") if obj.get("action") in HEALTH_ACTIONS else "none",
+            "checkpoint": obj.get("checkpoint") if isinstance(obj.get("checkpoint"), str) else None,
+            "source": str(obj.get("source") or "live")}
+
+
+def run_end(status, step, wall_time, reason=""):
+    """The JSON object of the run end marker (raises ValueError on an unknown status)."""
+    if status not in RUN_END_STATUSES:
+        raise ValueError("status must be one of %s, got %r" % (", ".join(RUN_END_STATUSES), status))
+    return {"status": status, "step": int(step), "wall_time": float(wall_time), "reason": str(reason or "")}
+
+
+def decode_run_end(obj):
+    """A run end marker (text or dict) -> dict with RUN_END_FIELDS; raises ContentError when it is not one."""
+    if not isinstance(obj, dict):
+        obj = loads_json(obj, "the run end marker")
+    if not isinstance(obj, dict) or obj.get("status") not in RUN_END_STATUSES:
+        raise ContentError("a run end marker needs a status among %s" % ", ".join(RUN_END_STATUSES))
+    try:
+        step = int(obj.get("step"))
+        wall = float(obj.get("wall_time") or 0.0)
+    except (TypeError, ValueError):
+        raise ContentError("a run end marker needs an integer step")
+    return {"status": obj["status"], "step": step, "wall_time": wall, "reason": str(obj.get("reason") or "")}
