@@ -23,6 +23,8 @@ import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
 from mindspore.ops import composite as C
 
+from .flight_ring import read_ring, ring_parameters, ring_write
+
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS"]
 
 # Order of the accumulator columns (one row per monitored quantity).
@@ -171,6 +173,44 @@ def _empty_stats():
     return np.tile(row, (_N_ROWS, 1))
 
 
+def interval_marks(marks, stats, values):
+    """Where in the interval things happened, one row per quantity: the 1-based offset (step count in the interval)
+    of its first non-finite value and of its maximum (0: none yet). ``stats`` is the matrix *before* this step.
+    Runs in the graph; a few element-wise ops on two values."""
+    finite = ops.isfinite(values)
+    offset = stats[:, 3] + stats[:, 4] + 1.0
+    return ops.stack((
+        ops.select(ops.logical_and(ops.logical_not(finite), marks[:, 0] < 0.5), offset, marks[:, 0]),
+        ops.select(ops.logical_and(finite, values > stats[:, 1]), offset, marks[:, 1]),
+    ), axis=1)
+
+
+def _empty_marks():
+    return np.zeros((_N_ROWS, 2), dtype=np.float32)
+
+
+def guard_update(guard, grad_norm, count_before, factor, warmup):
+    """``(ok, new guard)``: whether to apply this step's update, and the guard state after it.
+
+    ``guard`` = [running max of applied gradient norms, applied steps, skipped steps in the interval, 1-based offset
+    of the first skipped one]. A step is skipped when its gradient norm is non-finite, or, after ``warmup`` applied
+    steps, ``factor`` times the running max (Megatron-LM's and our ``grad_explosion`` rule's 10x). In the graph.
+    """
+    finite = ops.isfinite(grad_norm)
+    spike = ops.logical_and(guard[1] >= warmup, grad_norm > factor * guard[0])
+    ok = ops.logical_and(finite, ops.logical_not(spike))
+    bad = ops.logical_not(ok)
+    one = ops.ones_like(grad_norm)
+    zero = ops.zeros_like(grad_norm)
+    state = ops.stack((
+        ops.select(ok, ops.maximum(guard[0], grad_norm), guard[0]),
+        guard[1] + ops.select(ok, one, zero),
+        guard[2] + ops.select(ok, zero, one),
+        ops.select(ops.logical_and(bad, guard[3] < 0.5), count_before + 1.0, guard[3]),
+    ))
+    return ok, state
+
+
 def lr_groups(optimizer):
     """Indices (into ``optimizer.parameters``) of one parameter per learning-rate group, in order of appearance.
 
@@ -237,9 +277,12 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_stats", requires_grad=False)
         last = np.full((_N_ROWS + self.num_lr_groups,), np.nan, dtype=np.float32)
         self.tbms_last = Parameter(Tensor(last), name="tbms_last", requires_grad=False)
+        self.tbms_marks = Parameter(Tensor(_empty_marks()), name="tbms_marks", requires_grad=False)
+        self._guard = False
         self._layer_idx = ()
         self._layer_classes = ()
         self._layer_order = None
+        self.flight_capacity = 0
 
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, **kwargs):
@@ -294,10 +337,14 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         wait for them (side effects run in program order).
         """
         values = ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm))
-        token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
+        before = self.tbms_stats
+        token = ops.assign(self.tbms_marks, interval_marks(self.tbms_marks, before, values))
+        token = ops.depend(token, ops.assign(self.tbms_stats, interval_update(before, values)))
         token = ops.depend(token, ops.assign(self.tbms_last, ops.concat((values, lr))))
         if self._layer_idx:
             token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
+        if self.flight_capacity:
+            token = ops.depend(token, ring_write(self.tbms_flight, self.tbms_flight_count, layer))
         return token
 
     def _clip_grads(self, grads, grad_norm):
@@ -321,8 +368,38 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         # The gradients go in as a mutable tuple: a plain tuple of Tensors reaching a compiled function is taken as
         # a constant (compiled again for every new value). The LR is read before the optimizer moves global_step.
         grad_norm, layer, lr = self._norms_and_lr(ms.mutable(grads))
-        loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
+        if self._guard:
+            # Live health's skip action: the update of a step with non-finite or spiking gradients is not applied
+            # (as TrainOneStepWithLossScaleCell skips an overflow step).
+            if self._guard_step(grad_norm):
+                loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
+        else:
+            loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
         return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr))
+
+    @ms.jit
+    def _guard_step(self, grad_norm):
+        """Whether to apply this step's update (see :func:`guard_update`); updates ``tbms_guard``."""
+        count = self.tbms_stats[1, 3] + self.tbms_stats[1, 4]
+        ok, state = guard_update(self.tbms_guard, grad_norm, count, self._guard_factor, self._guard_warmup)
+        return ops.depend(ok, ops.assign(self.tbms_guard, state))
+
+    def guard_updates(self, factor=10.0, warmup_steps=50):
+        """Skip (do not apply) the update of a step whose gradient norm is non-finite or ``factor`` times the
+        largest applied before (after ``warmup_steps`` applied steps). Like :meth:`track_layer_grad_norms`, only
+        before the first GRAPH_MODE step: returns False (and does nothing) otherwise. Skipped steps are counted in
+        ``tbms_guard`` and read by :meth:`read_marks`.
+        """
+        if self._guard:
+            return True
+        if ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache:
+            return False
+        self._guard_factor = Tensor(float(factor), ms.float32)
+        self._guard_warmup = Tensor(float(warmup_steps), ms.float32)
+        self.tbms_guard = Parameter(Tensor(np.array([0.0, 0.0, 0.0, 0.0], np.float32)), name="tbms_guard",
+                                    requires_grad=False)
+        self._guard = True
+        return True
 
     def track_layer_grad_norms(self, indices):
         """Also keep the gradient norm of ``self.weights[i]`` for each ``i`` (``tbms_layer_grad``).
@@ -341,6 +418,30 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
                                          name="tbms_layer_grad", requires_grad=False)
         return True
 
+    def track_flight(self, indices, capacity):
+        """Also keep the last ``capacity`` steps of the gradient norms of ``self.weights[i]`` (``i`` in
+        ``indices``) on the device, for the flight recorder (``tbms_flight``, see ``flight_ring``).
+
+        Like :meth:`track_layer_grad_norms`, only before the first GRAPH_MODE step: returns False otherwise. A ring
+        already there for the same layers and at least ``capacity`` steps is kept.
+        """
+        indices = tuple(int(i) for i in indices)
+        if self.flight_capacity >= capacity and indices == self._layer_idx:
+            return True
+        if not indices or (ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache):
+            return False
+        if not self.track_layer_grad_norms(indices):
+            return False
+        self.tbms_flight, self.tbms_flight_count = ring_parameters(capacity, len(indices))
+        self.flight_capacity = int(capacity)
+        return True
+
+    def flight_ring(self):
+        """``(rows float32[capacity, layers], rows written so far)`` of the flight ring, or None without one."""
+        if not self.flight_capacity:
+            return None
+        return read_ring(self.tbms_flight, self.tbms_flight_count)
+
     # -- host side (used by TrainMonitor) -------------------------------------------------------------------------
     def read_and_reset(self):
         """Returns ``(stats, last)`` as numpy arrays and starts a new interval.
@@ -352,6 +453,19 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         last = self.tbms_last.asnumpy().copy()
         reset_parameter(self.tbms_stats, _empty_stats())
         return stats, last
+
+    def read_marks(self):
+        """``(marks, guard)`` as numpy arrays, both reset for the next interval: ``marks`` (rows loss, grad norm;
+        columns: 1-based offset in the interval of the first non-finite value and of the maximum, 0 = none) and
+        ``guard`` ([skipped updates, 1-based offset of the first skipped]) or None without :meth:`guard_updates`."""
+        marks = self.tbms_marks.asnumpy().copy()
+        reset_parameter(self.tbms_marks, _empty_marks())
+        guard = None
+        if self._guard:
+            state = self.tbms_guard.asnumpy().copy()
+            reset_parameter(self.tbms_guard, np.array([state[0], state[1], 0.0, 0.0], np.float32))
+            guard = state[2:]
+        return marks, guard
 
     def layer_grad_norms(self):
         """Gradient norms of the tracked weights at the most recent step (see :meth:`track_layer_grad_norms`)."""
