@@ -1,0 +1,123 @@
+"""The one builder of scalar answers (the ``scalars`` and ``scalars_batch`` routes), over one series' final timeline.
+
+:class:`Timeline` is what a series is made of wherever it was read: the final timeline's steps (ascending), wall
+times and values, its min/max pyramid (``pyramid``), where the run restarted and the points those restarts
+superseded (``timeline``). :func:`body` answers any step window of it (``x_min`` / ``x_max``, default the whole
+series) on ``width`` pixel columns with the M4 points of each column (first, last, min, max, first NaN/Inf), so
+every spike and NaN of the window is in the answer; the interval band is the rows of the window merged into at
+most ``max_points`` rows (min of the mins, max of the maxes).
+"""
+
+import collections
+
+import numpy as np
+
+from .. import metadata
+from . import downsample, encode, pyramid
+
+Window = collections.namedtuple("Window", "x_min x_max width")
+Window.__new__.__defaults__ = (None, None, None)
+
+# One part of a series that a restart superseded: where it came from, its steps, wall times and values.
+Superseded = collections.namedtuple("Superseded", "source steps walls values")
+
+
+class Timeline:
+    """A series' final timeline (see the module doc). ``restarts``: ``[{"step", "superseded_points", "source"}]``;
+    ``superseded``: a function returning ``[Superseded]`` (asked for only when the answer shows them)."""
+
+    __slots__ = ("steps", "walls", "values", "pyramid", "restarts", "superseded")
+
+    def __init__(self, steps, walls, values, pyramid_=None, restarts=(), superseded=None):
+        self.steps, self.walls, self.values = steps, walls, values
+        self.pyramid = pyramid_ if pyramid_ is not None else _pyramid_of(values)
+        self.restarts = list(restarts)
+        self.superseded = superseded or (lambda: [])
+
+
+def _pyramid_of(values):
+    p = pyramid.Pyramid()
+    p.extend(np.asarray(values))
+    return p
+
+
+def from_points(steps, walls, values):
+    """A Timeline of points in any order (a data provider's sample): sorted by step, then wall time."""
+    steps = np.asarray(steps, dtype=np.int64)
+    walls = np.asarray(walls, dtype=np.float64)
+    order = np.lexsort((walls, steps))
+    return Timeline(steps[order], walls[order], np.asarray(values, dtype=np.float64)[order])
+
+
+def columns_for(max_points, width=None):
+    """Pixel columns of an answer of at most ``max_points`` points (5 a column at most, plus one on each side)."""
+    most = max(1, (int(max_points) - 2) // 5)
+    return most if width is None else max(1, min(int(width), most))
+
+
+def _window_of(steps, window):
+    lo = window.x_min if window.x_min is not None else (int(steps[0]) if steps.size else 0)
+    hi = window.x_max if window.x_max is not None else (int(steps[-1]) if steps.size else 0)
+    return lo, max(lo, hi)
+
+
+def _points(steps, walls, values, keep, rounded):
+    if rounded:
+        return [list(p) for p in zip(steps[keep].tolist(), encode.round_list(walls[keep], 3),
+                                     encode.json_significant(values[keep], 7))]
+    return [[int(s), encode.json_float(w), encode.json_float(v)]
+            for s, w, v in zip(steps[keep].tolist(), walls[keep].tolist(), np.asarray(values[keep]).tolist())]
+
+
+def _interval_rows(interval, lo, hi, max_points):
+    """The interval rows ``[[step, min, mean, max, count, nonfinite]]`` inside ``[lo, hi]`` (with the row on each side
+    of the window), merged into at most ``max_points`` rows; None without rows."""
+    if interval is None:
+        return None
+    steps, rows = interval
+    if not steps.size:
+        return None
+    i0 = max(int(np.searchsorted(steps, lo, side="left")) - 1, 0)
+    i1 = min(int(np.searchsorted(steps, hi, side="right")) + 1, steps.size)
+    table = np.column_stack([steps[i0:i1].astype(np.float64), np.asarray(rows[i0:i1], dtype=np.float64)])
+    merged = downsample.bucket_intervals(table, max_points)
+    return [[int(r[0])] + [encode.json_float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
+
+
+def body(run, tag, series, interval, max_points, window=None, with_superseded=False, rounded=False):
+    """The scalars answer of one series as JSON-safe data.
+
+    ``series``: a :class:`Timeline`; ``interval``: ``(steps, rows)`` of its interval band sorted by step, or None;
+    ``window``: a :class:`Window` (None: the whole series on ``columns_for(max_points)`` columns);
+    ``with_superseded``: add the superseded points in the window (``"superseded"``); ``rounded``: values to 7
+    significant digits and wall times to the millisecond (``scalars_batch``)."""
+    window = window or Window()
+    steps = series.steps
+    n = int(steps.size)
+    lo, hi = _window_of(steps, window)
+    width = columns_for(max_points, window.width)
+    keep = pyramid.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
+    inside = int(np.searchsorted(steps, hi, side="right") - np.searchsorted(steps, lo, side="left"))
+    shown = int(((steps[keep] >= lo) & (steps[keep] <= hi)).sum()) if keep.size else 0
+    out = {
+        "run": run,
+        "tag": tag,
+        "tier": metadata.tier_of(tag),
+        "display_name": metadata.display_name(tag),
+        "total_points": n,
+        "downsampled": bool(shown < inside),
+        "points": _points(steps, series.walls, series.values, keep, rounded),
+        "interval": _interval_rows(interval, lo, hi, max_points),
+        "restarts": series.restarts,
+    }
+    if window.x_min is not None or window.x_max is not None or window.width is not None:
+        out["window"] = {"x_min": lo, "x_max": hi, "width": width, "points_inside": inside}
+    if with_superseded:
+        parts = []
+        for part in series.superseded():
+            p_keep = pyramid.m4_indices(part.steps, part.values, pyramid.Pyramid(), lo, hi, width)
+            if p_keep.size:
+                parts.append({"source": part.source,
+                              "points": _points(part.steps, part.walls, part.values, p_keep, rounded)})
+        out["superseded"] = parts
+    return out

@@ -1,0 +1,206 @@
+"""Compact storage of the series the tab serves: numpy columns per series, appended as new points are read.
+
+A :class:`Series` holds every point of one scalar series (or every row of an interval series) of one run in write
+order: steps (int64), wall times (float64) and values (float32; the 5 interval statistics for an interval series),
+20 bytes a scalar point and 28 an interval row, with at most a quarter more held as room to grow. No Python object
+per point. It is cut into segments (``timeline``: a new file, or a step going back) and keeps its *final timeline*
+(what a restarted run ends up with) as it grows: a new segment truncates the final timeline at its first step and
+then appends, so the final timeline is always sorted by step and, between two restarts, only ever grows at its end,
+which lets a scalar series keep a min/max pyramid of it (``pyramid``) up to date block by block.
+
+Only the final timeline of a series that never restarted is the written columns themselves; a restarted series
+keeps its final timeline as a second set of columns.
+"""
+
+import threading
+
+import numpy as np
+
+from . import pyramid as pyramid_module
+from . import timeline
+
+MIN_CAPACITY = 256
+GROWTH = 1.25
+
+
+class Column:
+    """A growable numpy array (``width`` values per row)."""
+
+    __slots__ = ("data", "size")
+
+    def __init__(self, dtype, width=1):
+        shape = (MIN_CAPACITY,) if width == 1 else (MIN_CAPACITY, width)
+        self.data = np.empty(shape, dtype=dtype)
+        self.size = 0
+
+    def append(self, values):
+        values = np.asarray(values, dtype=self.data.dtype)
+        need = self.size + values.shape[0]
+        if need > self.data.shape[0]:
+            capacity = max(need, int(self.data.shape[0] * GROWTH), MIN_CAPACITY)
+            grown = np.empty((capacity,) + self.data.shape[1:], dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:need] = values
+        self.size = need
+
+    def truncate(self, size):
+        """Keeps the first ``size`` rows, in a new buffer: arrays handed out before stay as they were."""
+        self.size = min(self.size, int(size))
+        self.data = self.data.copy()
+
+    def view(self):
+        return self.data[:self.size]
+
+    @property
+    def nbytes(self):
+        return self.data.nbytes
+
+
+class _Columns:
+    __slots__ = ("steps", "walls", "values")
+
+    def __init__(self, width):
+        self.steps = Column(np.int64)
+        self.walls = Column(np.float64)
+        self.values = Column(np.float32, width)
+
+    def append(self, steps, walls, values):
+        self.steps.append(steps)
+        self.walls.append(walls)
+        self.values.append(values)
+
+    def truncate(self, size):
+        for column in (self.steps, self.walls, self.values):
+            column.truncate(size)
+
+    @property
+    def nbytes(self):
+        return self.steps.nbytes + self.walls.nbytes + self.values.nbytes
+
+
+class Restart:
+    """Where the series went back: at ``step`` (the first step of segment ``segment``, from ``source``),
+    ``superseded`` earlier points were left out of the final timeline."""
+
+    __slots__ = ("step", "segment", "source", "superseded")
+
+    def __init__(self, step, segment, source, superseded):
+        self.step, self.segment, self.source, self.superseded = step, segment, source, superseded
+
+    def to_json(self):
+        return {"step": self.step, "superseded_points": self.superseded, "source": self.source}
+
+
+class Series:
+    """One series of one run (see the module doc). ``width``: 1 for a scalar, 5 for interval rows.
+
+    Thread-safe: appends and reads take the series' lock; readers get arrays that later appends never change.
+    """
+
+    def __init__(self, width=1, with_pyramid=None):
+        self.width = width
+        self._written = _Columns(width)
+        self._final = None                    # _Columns of the final timeline once the series restarted
+        self._segments = []                   # [(start position, source)] in write order
+        self._restarts = []
+        self._pyramid = pyramid_module.Pyramid() if (width == 1 if with_pyramid is None else with_pyramid) else None
+        self._lock = threading.Lock()
+        self.version = 0                      # changes whenever the series changes
+
+    def __len__(self):
+        return self._written.steps.size
+
+    @property
+    def nbytes(self):
+        total = self._written.nbytes + (self._final.nbytes if self._final is not None else 0)
+        return total + (self._pyramid.nbytes if self._pyramid is not None else 0)
+
+    def last(self):
+        """``(step, wall time)`` of the last point written, or None."""
+        with self._lock:
+            n = self._written.steps.size
+            if not n:
+                return None
+            return int(self._written.steps.data[n - 1]), float(self._written.walls.data[n - 1])
+
+    def append(self, steps, walls, values, source=None):
+        """Adds points in write order; ``source`` (e.g. the file) starts a new segment when it changes."""
+        steps = np.asarray(steps, dtype=np.int64)
+        if not steps.size:
+            return
+        walls = np.asarray(walls, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float32)
+        with self._lock:
+            n = self._written.steps.size
+            previous = int(self._written.steps.data[n - 1]) if n else None
+            cuts = list(timeline.segment_starts(steps, previous))
+            if not self._segments or self._segments[-1][1] != source:
+                if not cuts or cuts[0] != 0:
+                    cuts.insert(0, 0)
+            bounds = cuts + [steps.size]
+            if bounds[0] != 0:   # the first points continue the last segment
+                self._add(steps[:bounds[0]], walls[:bounds[0]], values[:bounds[0]])
+            for start, stop in zip(bounds[:-1], bounds[1:]):
+                self._segments.append((self._written.steps.size, source))
+                self._restart_at(int(steps[start]), source)
+                self._add(steps[start:stop], walls[start:stop], values[start:stop])
+            self.version += 1
+
+    def _final_columns(self):
+        return self._final if self._final is not None else self._written
+
+    def _restart_at(self, step, source):
+        """A segment starts at ``step``: the final timeline loses its points at or after it."""
+        final = self._final_columns()
+        n = final.steps.size
+        if not n:
+            return
+        keep = int(np.searchsorted(final.steps.view(), step, side="left"))
+        if keep == n:
+            return
+        if self._final is None:   # first restart: the final timeline gets its own columns
+            self._final = _Columns(self.width)
+            self._final.append(self._written.steps.view()[:keep], self._written.walls.view()[:keep],
+                               self._written.values.view()[:keep])
+        else:
+            self._final.truncate(keep)
+        self._restarts.append(Restart(step, len(self._segments) - 1, source, n - keep))
+        if self._pyramid is not None:
+            self._pyramid = pyramid_module.Pyramid()
+
+    def _add(self, steps, walls, values):
+        self._written.append(steps, walls, values)
+        if self._final is not None:
+            self._final.append(steps, walls, values)
+
+    def final(self):
+        """``(steps, walls, values, pyramid or None)`` of the final timeline, sorted by step: views that later
+        appends never change (they write past the view's end or into a new buffer; a truncation copies first)."""
+        with self._lock:
+            cols = self._final_columns()
+            steps, walls, values = cols.steps.view(), cols.walls.view(), cols.values.view()
+            if self._pyramid is not None and self._pyramid.covered + pyramid_module.FANOUT <= values.size:
+                self._pyramid.extend(values)
+            return steps, walls, values, self._pyramid
+
+    def restarts(self):
+        with self._lock:
+            return list(self._restarts)
+
+    def superseded(self):
+        """``[(restart step source, steps, walls, values)]``: per segment that lost points to a later one, the points
+        it lost, in write order."""
+        with self._lock:
+            if not self._restarts:
+                return []
+            bounds = [start for start, _ in self._segments] + [self._written.steps.size]
+            steps = self._written.steps.view()
+            parts = [steps[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+            out = []
+            for i, keep in timeline.superseded(parts):
+                a, b = bounds[i], bounds[i + 1]
+                lost = ~keep
+                out.append((self._segments[i][1], steps[a:b][lost].copy(), self._written.walls.view()[a:b][lost].copy(),
+                            self._written.values.view()[a:b][lost].copy()))
+            return out
