@@ -6,6 +6,11 @@ Report shape (stable; the ``check`` command's JSON and the plugin's ``health`` r
                "findings": [{"rule": str, "level": "info" | "warn" | "error", "message": str, "tag": str,
                              "steps": [first, last]}]}]}
 
+A finding may add (only when set): ``layers`` (where it started), ``source`` ("live": recorded by the callbacks
+while training; "offline+live": found by a rule and seen while training), ``action`` / ``checkpoint`` (what the
+callbacks did), ``follow_ons`` (findings that follow from this one, nested) and ``caused_by`` on those
+(``health/causes.py``). ``status`` counts the top-level findings (a follow-on's cause is at least as severe).
+
 ``status`` is the most severe level among the run's findings (``info`` counts as ``ok``). Findings are sorted by
 level (errors first), then by first step. ``tag`` is the tag as recorded in the run ("" for run-level findings
 such as a stalled run); ``steps`` is the step range that shows the problem.
@@ -17,6 +22,7 @@ rule ids or threshold names raise :class:`ConfigError` (a typo must not silently
 import logging
 import re
 
+from . import causes
 from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
 from .series import (IntervalSeries, LayerSeries, RunSeries, RunState, Series)  # noqa: F401
 
@@ -105,7 +111,17 @@ def check_run(run, config=None, rules=None):
             if level is not None and f.level != INFO:
                 f.level = level
             findings.append(f)
+    findings = causes.resolve(findings, slack=_interval_steps(run))
+    for f in findings:
+        sort_findings(f.follow_ons)
     return sort_findings(findings)
+
+
+def _interval_steps(run):
+    """Steps between two recorded points (the run's ``collect_freq``; 10 when unknown): how far apart a live event
+    and the offline finding of the same problem may lie."""
+    freq = (run.info or {}).get("collect_freq") if isinstance(run.info, dict) else None
+    return int(freq) if isinstance(freq, int) and not isinstance(freq, bool) and 0 < freq < 10 ** 6 else 10
 
 
 def status_of(findings):

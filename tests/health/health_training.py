@@ -138,7 +138,7 @@ def monitor_has_tiers():
 
 def train(logdir, epochs=6, lr=0.05, schedule=True, collect_freq=2, poison_row=None, head_lr=None,
           eval_data=None, train_data=None, slow_ms=0.0, extra=True, regression=False, optimizer="momentum",
-          stop_at_step=None, hidden=16, depth=1, batch=BATCH, seed=0, monitors=None):
+          stop_at_step=None, hidden=16, depth=1, batch=BATCH, seed=0, monitors=None, hparams=None):
     """One tiny training recorded into ``logdir``; returns the TrainMonitor (also appended to ``monitors``)."""
     ms = _ms()
     from mindspore import nn
@@ -177,12 +177,12 @@ def train(logdir, epochs=6, lr=0.05, schedule=True, collect_freq=2, poison_row=N
     if extra and monitor_has_tiers():
         # The companion callbacks' own diagnostic and debug tiers.
         kwargs = dict(debug=["update_ratio", "data_wait", "layer_grad_norm"], debug_freq=collect_freq,
-                      registry=None)
+                      registry=None, hparams=hparams)
         if eval_data is not None:
             kwargs["eval_dataset"] = dataset(eval_data[0], eval_data[1], batch=min(batch, len(eval_data[0])))
         monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, flush_secs=0.5, **kwargs)
     else:
-        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, flush_secs=0.5)
+        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, flush_secs=0.5, hparams=hparams)
         if extra:
             callbacks.append(ExtraTiers.make(logdir, net, every=collect_freq, eval_data=eval_data, loss_fn=loss_fn))
     if monitors is not None:

@@ -71,8 +71,9 @@ def high_lr(logdir):
 
 @pytest.fixture(scope="module")
 def constant_lr(logdir):
-    """The schedule is never bound to the optimizer: a plain float learning rate."""
-    ht.train(logdir / "constant_lr", schedule=False, extra=False)
+    """The schedule is never bound to the optimizer: the hyperparameters declare a piecewise schedule, the
+    optimizer gets a plain float learning rate."""
+    ht.train(logdir / "constant_lr", schedule=False, extra=False, hparams={"lr_schedule": "piecewise"})
     return "constant_lr"
 
 
@@ -170,7 +171,7 @@ def test_schedule_not_applied_is_constant_lr(logdir, constant_lr):
     lr = run.scalars[metadata.LEARNING_RATE]
     assert [f.rule for f in _serious(found)] == ["lr_constant"]
     (f,) = _serious(found)
-    assert f.level == "warn" and f.tag == metadata.LEARNING_RATE
+    assert f.level == "error" and f.tag == metadata.LEARNING_RATE and "lr_schedule=piecewise" in f.message
     assert f.steps == (int(lr.steps[0]), int(lr.steps[-1]))
 
 
@@ -274,7 +275,7 @@ def all_runs(logdir, healthy, high_lr, constant_lr, nan_every_step, nan_every_4,
     return logdir
 
 
-EXPECTED_STATUS = {"healthy": "ok", "high_lr": "error", "constant_lr": "warn", "nan_freq1": "error",
+EXPECTED_STATUS = {"healthy": "ok", "high_lr": "error", "constant_lr": "error", "nan_freq1": "error",
                    "nan_freq4": "error", "frozen_head": "warn", "overfit": "warn", "slow_input": "warn"}
 
 

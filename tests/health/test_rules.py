@@ -44,7 +44,8 @@ def test_nan_loss_is_error_at_first_step():
     found = {f.tag: f for f in findings(run, "nonfinite")}
     assert found[metadata.LOSS].level == "error"
     assert found[metadata.LOSS].steps == (18, 60)
-    assert "at step 18" in found[metadata.LOSS].message and "still non-finite" in found[metadata.LOSS].message
+    assert "at step 18" in found[metadata.LOSS].message
+    assert "stayed non-finite to the end of the run (step 60)" in found[metadata.LOSS].message
     assert found[metadata.GRAD_NORM].steps == (21, 21)
     assert "Inf" in found[metadata.GRAD_NORM].message
     assert engine.run_report(run)["status"] == "error"

@@ -1,7 +1,9 @@
 // The Health panel at the top of the tab: per shown run a status badge (ok / warn / error) and the findings of the
 // health rules, errors first. Clicking a finding that names a series asks the owner to scroll to its chart and
-// highlight the step range. Open / closed state (the panel and each run) survives refreshes: the data is replaced,
-// what the user chose is kept.
+// highlight the step range. A finding that names the layers where it started also links to the per-layer heatmap
+// (the flight recorder's, else the debug tier's) around its steps. Findings that follow from a cause (after the
+// first NaN) are listed under it, folded. Open / closed state (the panel and each run) survives refreshes: the
+// data is replaced, what the user chose is kept.
 
 import { el, clear } from "../dom.js";
 
@@ -28,6 +30,30 @@ export function rangeLabel(steps) {
 }
 
 const STATUS_RANK = { error: 0, warn: 1, ok: 2 };
+
+/** Per-layer heatmaps a finding with layers links to, the first one the run has wins. */
+export const LAYER_TAGS = ["debug/flight/layer_grad_norm", "debug/layer_grad_norm", "debug/update_ratio", "diagnostic/layer_weight_norm"];
+
+/** The heatmap window around a finding's steps: as many steps again on each side (at least 10), from step 0. */
+export function heatmapWindow(steps) {
+  if (!steps) return null;
+  const pad = Math.max(10, steps[1] - steps[0]);
+  return [Math.max(0, steps[0] - pad), steps[1] + pad];
+}
+
+/** What clicking a finding's layers shows: {tag, fallbackTags, steps} for the owner, or null without layers or
+ * steps. The first tag is the finding's own when it is a per-layer one. */
+export function layerTarget(finding) {
+  if (!finding.layers || !finding.layers.length || !finding.steps) return null;
+  const tags = LAYER_TAGS.includes(finding.tag) ? [finding.tag, ...LAYER_TAGS.filter((t) => t !== finding.tag)] : LAYER_TAGS;
+  return { tag: tags[0], fallbackTags: tags.slice(1), steps: heatmapWindow(finding.steps) };
+}
+
+/** "layers a, b and 2 more" for the link text. */
+export function layersLabel(layers, limit = 3) {
+  const shown = layers.slice(0, limit).join(", ");
+  return `${layers.length === 1 ? "layer" : "layers"} ${shown}${layers.length > limit ? ` and ${layers.length - limit} more` : ""}`;
+}
 
 /** The health entries of the shown runs: errors first, then warnings, then ok; the run list's order within each. */
 export function shownHealth(health, visibleRuns) {
@@ -57,6 +83,7 @@ export class HealthPanel {
     this.userOpen = null; // null: open when a shown run is not ok
     this.runOpen = new Map(); // run -> open, where the user chose
     this.active = null; // {run, rule, tag, key} of the finding last clicked
+    this.followOpen = new Set(); // causes whose follow-on findings the user unfolded
 
     this.summaryEl = el("span", { class: "ms-health-summary", "data-testid": "health-summary" });
     this.toggle = el(
@@ -182,13 +209,16 @@ export class HealthPanel {
     );
   }
 
-  renderFinding(run, f) {
+  renderFinding(run, f, nested = false) {
     const key = rangeKey(f.steps);
     const isActive =
       this.active && this.active.run === run && this.active.rule === f.rule && this.active.tag === f.tag && this.active.key === key;
     const content = [
       el("span", { class: `ms-health-level ms-health-${f.level}`, "data-testid": "health-level", text: f.level }),
       el("code", { class: "ms-health-rule", "data-testid": "health-rule", text: f.rule }),
+      f.source && f.source.includes("live")
+        ? el("span", { class: "ms-muted", "data-testid": "health-live", text: "seen while training", title: f.action ? `action: ${f.action}` : "" })
+        : null,
       el("span", { class: "ms-health-message", "data-testid": "health-message", text: f.message }),
       el(
         "span",
@@ -199,34 +229,71 @@ export class HealthPanel {
     ];
     const attrs = {
       class: "ms-health-finding" + (isActive ? " ms-active" : ""),
-      "data-testid": "health-finding",
+      "data-testid": nested ? "health-follow-on" : "health-finding",
       "data-run": run,
       "data-rule": f.rule,
       "data-level": f.level,
       "data-tag": f.tag,
       "data-steps": key,
+      "data-layers": (f.layers || []).join(","),
+      "data-follow-ons": String((f.followOns || []).length),
       "data-active": String(Boolean(isActive)),
     };
-    if (!f.tag) return el("li", attrs, el("div", { class: "ms-health-finding-body" }, content));
-    return el(
-      "li",
-      attrs,
-      el(
-        "button",
-        {
-          type: "button",
-          class: "ms-health-finding-body ms-health-link",
-          title: `Show ${f.tag}${f.steps ? " at " + rangeLabel(f.steps) : ""}`,
-          on: {
-            click: () => {
-              this.active = { run, rule: f.rule, tag: f.tag, key };
-              this.render();
-              this.onFinding(run, f);
+    const body = !f.tag
+      ? el("div", { class: "ms-health-finding-body" }, content)
+      : el(
+          "button",
+          {
+            type: "button",
+            class: "ms-health-finding-body ms-health-link",
+            title: `Show ${f.tag}${f.steps ? " at " + rangeLabel(f.steps) : ""}`,
+            on: {
+              click: () => {
+                this.active = { run, rule: f.rule, tag: f.tag, key };
+                this.render();
+                this.onFinding(run, f);
+              },
             },
           },
-        },
-        content,
-      ),
+          content,
+        );
+    return el("li", attrs, body, this.renderLayerLink(run, f), nested ? null : this.renderFollowOns(run, f));
+  }
+
+  /** "layers a, b at steps 4–24": opens the per-layer heatmap around the finding's steps. */
+  renderLayerLink(run, f) {
+    const target = layerTarget(f);
+    if (!target) return null;
+    return el(
+      "button",
+      {
+        type: "button",
+        class: "ms-health-link ms-health-layers",
+        "data-testid": "health-layers-link",
+        "data-heatmap": target.tag,
+        "data-window": rangeKey(target.steps),
+        title: `Show the per-layer heatmap at ${rangeLabel(target.steps)}`,
+        on: { click: () => this.onFinding(run, { ...f, ...target }) },
+      },
+      `Started in ${layersLabel(f.layers)}: per-layer heatmap at ${rangeLabel(target.steps)}`,
     );
+  }
+
+  /** The findings that follow from this one, folded under it (open state kept across refreshes). */
+  renderFollowOns(run, f) {
+    const list = f.followOns || [];
+    if (!list.length) return null;
+    const key = `${run}\u0000${f.rule}\u0000${f.tag}\u0000${rangeKey(f.steps)}`;
+    const details = el(
+      "details",
+      { class: "ms-health-follow-ons", "data-testid": "health-follow-ons", open: this.followOpen.has(key) },
+      el("summary", {
+        class: "ms-muted",
+        text: `${list.length} follow-on finding${list.length === 1 ? "" : "s"}${f.steps ? ` from step ${f.steps[0]} on` : ""} (they follow from this one)`,
+      }),
+      el("ul", { class: "ms-health-findings" }, sortFindings(list).map((g) => this.renderFinding(run, g, true))),
+    );
+    details.addEventListener("toggle", () => (details.open ? this.followOpen.add(key) : this.followOpen.delete(key)));
+    return details;
   }
 }

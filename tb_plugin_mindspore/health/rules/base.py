@@ -1,7 +1,7 @@
 """The rule registry: levels, :class:`Finding`, :class:`Rule` and the :func:`rule` decorator."""
 
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
 
 INFO, WARN, ERROR = "info", "warn", "error"
 LEVELS = (INFO, WARN, ERROR)
@@ -10,15 +10,39 @@ LEVEL_RANK = {INFO: 0, WARN: 1, ERROR: 2}
 
 @dataclass
 class Finding:
+    """One finding. The first five fields are the stable JSON shape; the others are added to the JSON only when
+    set: ``layers`` where it started (first layers), ``source`` "live" for an event recorded while training (with
+    the ``action`` taken and the ``checkpoint`` saved), ``caused_by`` the finding this one follows from, and
+    ``follow_ons`` the findings nested under this one (see ``health/causes.py``)."""
+
     rule: str
     level: str
     message: str
     tag: str
     steps: Tuple[int, int]
+    layers: Tuple[str, ...] = ()
+    source: str = ""
+    action: str = ""
+    checkpoint: Optional[str] = None
+    caused_by: Optional[dict] = None
+    follow_ons: List["Finding"] = field(default_factory=list)
 
     def to_json(self):
-        return {"rule": self.rule, "level": self.level, "message": self.message, "tag": self.tag,
-                "steps": [int(self.steps[0]), int(self.steps[1])]}
+        out = {"rule": self.rule, "level": self.level, "message": self.message, "tag": self.tag,
+               "steps": [int(self.steps[0]), int(self.steps[1])]}
+        if self.layers:
+            out["layers"] = list(self.layers)
+        if self.source:
+            out["source"] = self.source
+        if self.action and self.action != "none":
+            out["action"] = self.action
+        if self.checkpoint:
+            out["checkpoint"] = self.checkpoint
+        if self.caused_by:
+            out["caused_by"] = dict(self.caused_by)
+        if self.follow_ons:
+            out["follow_ons"] = [f.to_json() for f in self.follow_ons]
+        return out
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,35 @@ def loss_points(run, min_points):
     return finite(clean_loss(run), min_points)
 
 
+def first_nonfinite_step(run):
+    """The first step known to hold a NaN/Inf loss, gradient norm or weight norm (interval statistics included),
+    or ``None``: where the run diverged, after which trends and ratios mean nothing."""
+    first = None
+    for quantity in ("loss", "grad_norm", "weight_norm"):
+        series = run.get(quantity)
+        if series is None or (quantity == "grad_norm" and run.get("loss_scale") is not None):
+            continue     # with a loss scale, a non-finite gradient norm is an overflow step that was skipped
+        iv = aligned_interval(run, series)
+        if iv is None:
+            ranges, _ = detectors.nonfinite_ranges(series.steps, series.values)
+        else:
+            ranges, _ = detectors.nonfinite_ranges(series.steps, series.values, iv["nonfinite"], iv["count"])
+        if ranges and (first is None or ranges[0][0] < first):
+            first = ranges[0][0]
+    return first
+
+
+def events_of(run):
+    """The live health events the callbacks recorded in the run (decoded dicts, by detection step)."""
+    return list(getattr(run, "health_events", None) or [])
+
+
+def run_end_of(run):
+    """The run's newest end marker (decoded dict: status, step, wall_time, reason) or ``None``."""
+    end = getattr(run, "run_end", None)
+    return end if isinstance(end, dict) else None
+
+
 def steps_of(series, i, j=None):
     """``(step at i, step at j)`` of a series (``j`` defaults to ``i``)."""
     j = i if j is None else j

@@ -1,4 +1,4 @@
-"""Evaluation against training: ``overfitting``."""
+"""Evaluation against training: ``overfitting`` and ``train_eval_gap``."""
 
 import numpy as np
 
@@ -61,3 +61,55 @@ def overfitting(run, cfg):
                         fmt(float(x[best])), best_step, fmt(float(x[-1])), last_step, gl, cfg["gl_percent"],
                         train_note, best_step),
                     pts.tag, (best_step, last_step))]
+
+
+def train_at(run, steps, k=3):
+    """Per step of ``steps``: the median of the last ``k`` finite train-loss points at or before it (NaN before
+    the first)."""
+    pts = finite(run.get("loss"))
+    out = np.full(len(steps), np.nan)
+    if pts is None:
+        return out
+    tsteps = pts.series.steps[pts.idx]
+    for i, s in enumerate(steps):
+        upto = pts.x[tsteps <= s]
+        if upto.size:
+            out[i] = float(np.median(upto[-k:]))
+    return out
+
+
+@rule("train_eval_gap", WARN,
+      "Ioffe and Szegedy 2015 (BatchNorm normalizes with batch statistics in training and moving averages in "
+      "inference) and Ioffe 2017, 'Batch Renormalization' (the two disagree with small or non-i.i.d. batches); a "
+      "generalization gap grows slowly from a best evaluation near the train loss (Prechelt 1998 counts 5%), so "
+      "an eval loss 10x the train loss even at its best evaluation, and above half the loss the run started from, "
+      "is a train/eval mode difference, not overfitting (the factors are our heuristics)",
+      "Eval loss far above the train loss at the same step from the best evaluation on: the model behaves "
+      "differently in eval mode (BatchNorm moving statistics, dropout, a different eval pipeline or loss).",
+      factor=10.0, start_frac=0.5, min_points=1)
+def train_eval_gap(run, cfg):
+    pts = finite(run.get("eval_loss"), cfg["min_points"])
+    train = finite(run.get("loss"), 2)
+    if pts is None or train is None:
+        return []
+    steps = pts.series.steps[pts.idx]
+    at = train_at(run, steps)
+    start = float(np.median(train.x[:min(3, train.size)]))
+    ok = np.isfinite(at) & (at > 0)
+    if not ok.any() or start <= 0:
+        return []
+    ratio = np.where(ok, pts.x / np.where(ok, at, 1.0), np.nan)
+    best = int(np.argmin(np.where(ok, pts.x, np.inf)))
+    if not (ratio[best] >= cfg["factor"] and pts.x[best] >= cfg["start_frac"] * start):
+        return []
+    gap = np.nonzero(ok & (ratio >= cfg["factor"]))[0]
+    span = (int(steps[gap[0]]), int(steps[gap[-1]]))
+    return [Finding("train_eval_gap", WARN,
+                    "Eval loss is %s times the train loss at the same step (%s against %s at step %d; %d of %d "
+                    "evaluations at least %sx, even the best one), and above the loss the run started from (%s): "
+                    "the model behaves differently in eval mode. Usual causes: BatchNorm moving statistics that do "
+                    "not match the training batches (momentum too close to 1 for the number of steps, small or "
+                    "non-shuffled batches), dropout, or an eval dataset / loss prepared differently from the "
+                    "training one." % (fmt(float(ratio[best])), fmt(float(pts.x[best])), fmt(float(at[best])),
+                                       int(steps[best]), gap.size, pts.size, fmt(float(cfg["factor"])),
+                                       fmt(start)), pts.tag, span)]

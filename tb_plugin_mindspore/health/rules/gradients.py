@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, INFO, WARN, Finding, rule
-from .common import envelope, finite, fmt, layer_list
+from .common import envelope, finite, first_nonfinite_step, fmt, layer_list
 
 EPS = 1e-12
 
@@ -85,9 +85,11 @@ def _loss_converged(run, ratio):
 
 @rule("vanishing_gradients", WARN,
       "the vanishing gradient problem (Bengio, Simard and Frasconi 1994, 'Learning long-term dependencies with "
-      "gradient descent is difficult'): a gradient norm tending to zero; the collapse threshold, 1e-3 of its early "
-      "level, is our heuristic",
-      "Global or per-layer gradient norm collapsing towards zero while the loss has not converged.",
+      "gradient descent is difficult'; Glorot and Bengio 2010 for the depth-wise form): a gradient norm tending to "
+      "zero over time, or layers whose gradient norm is below 1e-4 of the layers that learn from the start; the "
+      "collapse (1e-3 of its early level) and depth (1e-4) thresholds are our heuristics",
+      "Global or per-layer gradient norm collapsing towards zero while the loss has not converged, or layers "
+      "whose gradients vanish with depth from the first step (named, with the step it starts).",
       collapse_ratio=1e-3, abs_floor=1e-8, layer_rel_floor=1e-4, loss_converged_ratio=1e-2, warmup=25,
       min_points=6)
 def vanishing_gradients(run, cfg):
@@ -122,28 +124,62 @@ def _global_vanishing(run, cfg, converged):
                    % (fmt(late), fmt(early)), pts.tag, steps)
 
 
+def reference_norms(values, rel_floor):
+    """Per row of ``values`` (steps x layers, NaN for missing), the typical gradient norm of the layers that did
+    not vanish: the median of the layers within ``rel_floor`` of the row's largest (so that a vanished layer is
+    never the reference, even when most layers vanished)."""
+    vals = np.where(np.isfinite(values), values, np.nan)
+    top = np.nanmax(np.where(np.isnan(vals), -np.inf, vals), axis=1, keepdims=True) if vals.size else vals
+    healthy = np.where(vals >= rel_floor * top, vals, np.nan)
+    return detectors.quiet_nanmedian(healthy, axis=1)
+
+
 def _layers_vanishing(run, cfg):
     layers = run.layer_series("layer_grad_norm")
-    if layers is None or layers.steps.size < 2:
+    if layers is None or layers.steps.size < 1 or len(layers.layers) < 2:
         return None
-    n = layers.steps.size
-    w = detectors.warmup_points(n, cfg["warmup"]) if n >= cfg["min_points"] else 1
-    vals = np.where(np.isfinite(layers.values), layers.values, np.nan)
+    horizon = first_nonfinite_step(run)
+    keep = np.ones(layers.steps.size, dtype=bool) if horizon is None else layers.steps < horizon
+    steps, vals = layers.steps[keep], np.where(np.isfinite(layers.values[keep]), layers.values[keep], np.nan)
+    n = steps.size
+    if n < 1:
+        return None
+    w = detectors.warmup_points(n, cfg["warmup"]) if n >= cfg["min_points"] else max(1, n // 2)
     early = detectors.quiet_nanmedian(vals[:w], axis=0)
     late = detectors.quiet_nanmedian(vals[-w:], axis=0)
-    typical = float(np.nanmedian(late)) if np.any(np.isfinite(late)) else float("nan")
+    ref_row = reference_norms(vals, cfg["layer_rel_floor"])
+    reference = float(detectors.quiet_nanmedian(ref_row[-w:]))
     bad = []
     for j, name in enumerate(layers.layers):
         if not np.isfinite(late[j]):
             continue
         collapsed = n >= cfg["min_points"] and early[j] > 0 and late[j] / early[j] < cfg["collapse_ratio"]
-        tiny = late[j] < cfg["abs_floor"] or (typical > 0 and late[j] < cfg["layer_rel_floor"] * typical)
+        tiny = late[j] < cfg["abs_floor"] or (reference > 0 and late[j] < cfg["layer_rel_floor"] * reference)
         if collapsed or tiny:
-            bad.append(name)
+            bad.append(j)
     if not bad or len(bad) >= len(layers.layers):
         return None
+    names = [layers.layers[j] for j in bad]
+    # Since when: the first recorded step where a vanished layer was already below the floor.
+    below = np.zeros(n, dtype=bool)
+    for j in bad:
+        with np.errstate(invalid="ignore"):
+            below |= (vals[:, j] < cfg["layer_rel_floor"] * ref_row) | (vals[:, j] < cfg["abs_floor"])
+    first = int(np.argmax(below)) if below.any() else n - w
+    worst = float(np.nanmin(late[bad]))
+    if first == 0 and all(not (early[j] > 0 and late[j] / early[j] < cfg["collapse_ratio"]) for j in bad):
+        return Finding("vanishing_gradients", WARN,
+                       "Gradients vanish with depth from the first recorded step (%d): %d layer(s) (%s) get gradient "
+                       "norms down to %s while the layers that learn get about %s (%s times less), so they barely "
+                       "learn. Typical of deep stacks of saturating activations (sigmoid / tanh) or a poor "
+                       "initialisation: use ReLU-family activations, normalisation layers, residual connections or "
+                       "a scaled initialisation (Glorot / He)." % (
+                           int(steps[0]), len(bad), layer_list(names), fmt(worst), fmt(reference),
+                           fmt(reference / max(worst, 1e-300))), layers.tag, (int(steps[0]), int(steps[-1])),
+                       layers=tuple(names))
     return Finding("vanishing_gradients", WARN,
-                   "Gradients of %d layer(s) vanished (%s) while the median layer's gradient norm is %s: those "
-                   "layers stop learning. Look at what sits before them (saturation, dead ReLUs, a detached or "
-                   "frozen path)." % (len(bad), layer_list(bad), fmt(typical)), layers.tag,
-                   (int(layers.steps[-w]), int(layers.steps[-1])))
+                   "Gradients of %d layer(s) vanished (%s) since step %d while the layers that learn have gradient "
+                   "norms of about %s: those layers stop learning. Look at what sits before them (saturation, dead "
+                   "ReLUs, a detached or frozen path)." % (len(bad), layer_list(names), int(steps[first]),
+                                                            fmt(reference)),
+                   layers.tag, (int(steps[first]), int(steps[-1])), layers=tuple(names))

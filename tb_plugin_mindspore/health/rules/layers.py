@@ -1,10 +1,12 @@
 """Per-layer learning: ``layer_not_learning`` and ``layer_too_fast`` (update ratio ||dw||/||w||, weight norms)."""
 
+import dataclasses
+
 import numpy as np
 
 from .. import detectors
 from .base import WARN, Finding, rule
-from .common import fmt, ignore_pattern, is_ignored, layer_list, layer_values
+from .common import first_nonfinite_step, fmt, ignore_pattern, is_ignored, layer_list, layer_values
 
 _DEFAULT_IGNORE = r"(^|[./_])(bias|beta)$"
 
@@ -17,8 +19,18 @@ def _median_ratios(ratio, pattern):
 
 
 def _update_ratios(run):
+    """The update ratios before the run diverged (the first NaN/Inf: afterwards they measure nothing), or None."""
     ratio = run.layer_series("update_ratio")
-    return ratio if ratio is not None and ratio.steps.size and ratio.layers else None
+    if ratio is None or not ratio.steps.size or not ratio.layers:
+        return None
+    horizon = first_nonfinite_step(run)
+    if horizon is not None:
+        keep = ratio.steps < horizon
+        if not keep.any():
+            return None
+        ratio = dataclasses.replace(ratio, steps=ratio.steps[keep], wall_times=ratio.wall_times[keep],
+                                    values=ratio.values[keep])
+    return ratio
 
 
 @rule("layer_not_learning", WARN,

@@ -61,7 +61,8 @@ def _kind(values):
 
 @rule("nonfinite", ERROR, "standard practice (Megatron-LM check_for_nan_in_loss_and_grad; mindformers "
       "check_for_nan_in_loss_and_grad): a NaN/Inf loss or gradient norm means the weights are corrupted",
-      "NaN or Inf in loss, gradient norm or eval loss, at the first step it happened.")
+      "NaN or Inf in loss, gradient norm or eval loss, at the first step it happened; weights that stay NaN to "
+      "the end of the run (weight norms or update ratios).")
 def nonfinite(run, cfg):
     findings = []
     loss = run.get("loss")
@@ -76,13 +77,70 @@ def nonfinite(run, cfg):
         lo, hi = ranges[0]
         where = ("at step %d" % lo) if lo == hi else ("between steps %d and %d (recorded every few steps; the "
                                                       "interval statistics caught it)" % (lo, hi))
-        tail = ""
-        if not np.isfinite(series.values[-1]):
-            tail = " and is still non-finite at the last recorded step %d" % int(series.steps[-1])
         level, advice = ERROR, _ADVICE
         if quantity == "grad_norm" and overflow_only:
             level, advice = INFO, _OVERFLOW
-        findings.append(Finding("nonfinite", level, "%s became %s %s (%d non-finite step(s) in all)%s. %s"
-                                % (_NAMES[quantity], _kind(series.values), where, count, tail, advice),
-                                series.tag, (lo, ranges[-1][1])))
+        if _stays_nonfinite(series, lo):
+            what = "%s became %s %s and stayed non-finite to the end of the run (step %d)" % (
+                _NAMES[quantity], _kind(series.values), where, int(series.steps[-1]))
+        else:
+            what = "%s became %s %s (%d non-finite step(s) in all)" % (_NAMES[quantity], _kind(series.values),
+                                                                       where, count)
+            if not np.isfinite(series.values[-1]):
+                what += " and is still non-finite at the last recorded step %d" % int(series.steps[-1])
+        findings.append(Finding("nonfinite", level, "%s. %s" % (what, advice), series.tag, (lo, ranges[-1][1])))
+    weights = _nan_weights(run, min((f.steps[0] for f in findings if f.level == ERROR), default=None))
+    if weights is not None:
+        findings.append(weights)
     return findings
+
+
+def _stays_nonfinite(series, first):
+    """Whether every recorded value from step ``first`` on is NaN/Inf (at least two of them)."""
+    tail = series.values[series.steps >= first]
+    return tail.size >= 2 and not np.any(np.isfinite(tail))
+
+
+def _weight_evidence(run):
+    """``(series tag, steps, finite per step, layers per step or None)`` from the global weight norm, else the
+    per-layer weight norms, else the per-layer update ratios (NaN when the weights are); ``None`` without any."""
+    series = run.get("weight_norm")
+    if series is not None and len(series):
+        return series.tag, series.steps, np.isfinite(series.values), None
+    for quantity in ("layer_weight_norm", "update_ratio"):
+        layers = run.layer_series(quantity)
+        if layers is not None and layers.steps.size and layers.layers:
+            finite = np.isfinite(layers.values)
+            return layers.tag, layers.steps, finite.all(axis=1), (layers.layers, finite)
+    return None
+
+
+def _nan_weights(run, first_bad):
+    """The finding "weights are NaN from step S to the end" when the weight norms (or update ratios) are non-finite
+    from some recorded step to the last one; ``first_bad`` (the first non-finite loss / gradient step, or None)
+    dates it when it lies between the last finite record and the first non-finite one."""
+    evidence = _weight_evidence(run)
+    if evidence is None:
+        return None
+    tag, steps, finite, per_layer = evidence
+    if finite.all() or finite[-1]:
+        return None
+    k = int(np.nonzero(finite)[0][-1]) + 1 if finite.any() else 0      # first record of the NaN tail
+    prev = int(steps[k - 1]) if k > 0 else None
+    start = int(steps[k])
+    if first_bad is not None and (prev is None or prev < first_bad) and first_bad <= start:
+        start = first_bad
+    layers = ()
+    if per_layer is not None:
+        names, layer_finite = per_layer
+        layers = tuple(n for n, ok in zip(names, layer_finite[k]) if not ok)
+    recorded = " (first recorded at step %d)" % int(steps[k]) if start != int(steps[k]) else ""
+    which = ("" if not layers or len(layers) == len(per_layer[0]) else
+             " in %d layer(s) (%s)" % (len(layers), ", ".join(layers[:4]) + (" ..." if len(layers) > 4 else "")))
+    return Finding("nonfinite", ERROR,
+                   "Weights are NaN from step %d to the end of the run (step %d)%s%s: the model is destroyed and "
+                   "every later value of this run is meaningless. Restart from a checkpoint saved before step %d "
+                   "with the cause fixed (see the first non-finite loss or gradient); the callbacks' live health "
+                   "can stop training or skip such an update when it happens." % (
+                       start, int(steps[-1]), which, recorded, start), tag, (start, int(steps[-1])),
+                   layers=layers if which else ())

@@ -1,9 +1,12 @@
-"""Is the run alive: ``run_stalled`` (silent while training) and ``run_unfinished`` (stopped before its end)."""
+"""Is the run alive: ``run_stalled`` (silent while training) and ``run_unfinished`` (stopped before its end).
+
+A run whose callbacks wrote the end marker (``_meta/run_end``: finished, stopped by a live-health action,
+interrupted, failed) has ended: it is never stalled, whatever the clock says."""
 
 import numpy as np
 
 from .base import INFO, WARN, Finding, rule
-from .common import fmt, secs
+from .common import fmt, run_end_of, secs
 
 
 def usual_interval(run):
@@ -22,11 +25,23 @@ def usual_interval(run):
     return float(np.median(d)) if d.size else None
 
 
+def end_marker(run):
+    """The run's end marker when it is the newest thing in the run (a later re-run into the same folder makes an
+    older marker stale), else ``None``."""
+    end = run_end_of(run)
+    last = run.last_step()
+    if end is None or (last is not None and end["step"] < last):
+        return None
+    return end
+
+
 def progress(run):
-    """``(last_step, expected_last_step or None, finished: bool or None)``."""
+    """``(last_step, expected_last_step or None, finished: bool or None)``; a run that ended normally or was
+    stopped by a live-health action (end marker) is finished."""
     last = run.last_step()
     expected = run.expected_last_step()
-    if run.info.get("finished") is True:
+    end = end_marker(run)
+    if run.info.get("finished") is True or (end is not None and end["status"] in ("finished", "stopped")):
         return last, expected, True
     if expected is None or last is None:
         return last, expected, None
@@ -54,7 +69,7 @@ def run_stalled(run, cfg):
         return []
     idle, interval, threshold = silence
     last, expected, finished = progress(run)
-    if finished or idle <= threshold or last is None:
+    if finished or end_marker(run) is not None or idle <= threshold or last is None:
         return []
     steps = (last, last)
     usual = (" (%s times its usual %s between points)" % (fmt(idle / interval), secs(interval))) if interval \
@@ -79,6 +94,9 @@ def run_stalled(run, cfg):
       "The run stopped before its planned last step and has been silent since: crashed or killed.",
       crash_after_s=1800.0, stall_factor=10.0, min_stall_s=120.0)
 def run_unfinished(run, cfg):
+    end = end_marker(run)
+    if end is not None and end["status"] in ("interrupted", "failed"):
+        return [_ended_early(run, end)]
     silence = _silence(run, cfg)
     if silence is None:
         return []
@@ -92,3 +110,16 @@ def run_unfinished(run, cfg):
                     "The run stopped at step %d of %d (%.0f%%) and nothing was written for %s: it crashed or was "
                     "killed. Look at the end of its log; resume from the last checkpoint." % (
                         last, expected, 100.0 * last / expected, secs(idle)), "", (last, last))]
+
+
+def _ended_early(run, end):
+    """The finding for a run whose end marker says it was interrupted (Ctrl-C, SIGTERM) or failed (an exception)."""
+    step = int(end["step"])
+    expected = run.expected_last_step()
+    of = (" of %d" % expected) if expected and expected > step else ""
+    reason = (": %s" % end["reason"]) if end.get("reason") else ""
+    if end["status"] == "interrupted":
+        return Finding("run_unfinished", INFO, "Training was interrupted at step %d%s%s (the callbacks recorded it "
+                       "as it stopped)." % (step, of, reason), "", (step, step))
+    return Finding("run_unfinished", WARN, "Training failed at step %d%s%s. Look at the end of its log; resume "
+                   "from the last checkpoint." % (step, of, reason), "", (step, step))

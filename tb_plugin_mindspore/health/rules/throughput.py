@@ -9,9 +9,11 @@ from .common import Points, finite, fmt
 
 @rule("input_bound", WARN,
       "TensorFlow profiler input-pipeline analysis: input-bound 'moderately' above 5% and 'highly' above 20% of "
-      "step time spent waiting for input",
-      "Share of step time spent waiting for data.",
-      warn_share=0.20, info_share=0.05, min_points=3)
+      "step time spent waiting for input; waits below min_wait_ms per step are left alone (our heuristic: that is "
+      "the fixed cost of handing over one batch, e.g. from an in-memory NumpySlicesDataset, which no pipeline "
+      "setting removes)",
+      "Share of step time spent waiting for data (when the wait is more than a batch hand-over).",
+      warn_share=0.20, info_share=0.05, min_wait_ms=2.0, min_points=3)
 def input_bound(run, cfg):
     wait = run.get("data_wait_ms")
     step = run.get("step_time_ms")
@@ -23,7 +25,7 @@ def input_bound(run, cfg):
         return []
     steps, w, s = steps[ok], w[ok], s[ok]
     share = float(np.median(w / s))
-    if share < cfg["info_share"]:
+    if share < cfg["info_share"] or float(np.median(w)) < cfg["min_wait_ms"]:
         return []
     level = WARN if share >= cfg["warn_share"] else INFO
     degree = "highly" if level == WARN else "moderately"
