@@ -66,6 +66,17 @@ GRAD_NORM_LAYERS = "debug/layer_grad_norm"    # per-layer vector
 ACTIVATION_PREFIX = "debug/activation/"       # debug/activation/<layer>: histograms
 DATA_WAIT_MS = "debug/data_wait_ms"
 
+# Memory of the training process (core tier, at every core point): host resident set size, and the device memory
+# MindSpore's allocator holds where the backend reports it (nothing on CPU).
+HOST_MEMORY_MB = "core/host_memory_mb"
+DEVICE_MEMORY_MB = "core/device_memory_mb"
+# Per-rank statistics (tb_mindspore_callbacks.rank_stats; reading/cluster.py): one small file per rank in the run
+# folder's CLUSTER_DIR, ``rank<k>`` + RANK_FILE_SUFFIX, not an event file (format: rank_file.py).
+CLUSTER_DIR = "cluster"
+RANK_FILE_SUFFIX = ".tbmsrank"
+RANK_FIELDS = ("step_time_ms", "data_wait_ms", "loss", "grad_norm", "host_memory_mb", "device_memory_mb",
+               "device_limit_mb")
+
 RUN_INFO = "_meta/run_info"
 INTERVAL_PREFIX = "interval/"
 

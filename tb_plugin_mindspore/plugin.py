@@ -128,6 +128,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/run_info": self._serve_run_info,
             "/media": self._serve_media, "/images": self._serve_images, "/image": self._serve_image,
             "/tensors": self._serve_tensors,
+            "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
         }
 
     def is_active(self):
@@ -259,6 +260,29 @@ class MindSporePlugin(base_plugin.TBPlugin):
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
         return self._health.report_json(ctx, eid, runs=runs)
+
+    # -- many ranks as one cluster (reading/cluster.py) ---------------------------------------------------------------
+    def _cluster_reader(self):
+        if getattr(self, "_clusters", None) is None:
+            from .reading import cluster
+
+            self._clusters = cluster.ClusterReader(self._logdir, self._cache)
+        return self._clusters
+
+    @json_route
+    def _serve_clusters(self, request):
+        return self._cluster_reader().listing()
+
+    @json_route
+    def _serve_cluster(self, request):
+        from .reading import cluster
+
+        run, metric = _required(request, "run"), _required(request, "metric")
+        if request.args.get("rank") is not None:
+            rank = _int_arg(request, "rank", 0, 0, 2 ** 31 - 1)
+            return self._cluster_reader().rank(run, metric, rank)
+        max_steps = _int_arg(request, "max_steps", cluster.DEFAULT_MAX_STEPS, 1, cluster.MAX_STEPS_LIMIT)
+        return self._cluster_reader().matrix(run, metric, max_steps)
 
     # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
     def _landscape_reader(self):

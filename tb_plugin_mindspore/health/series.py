@@ -160,6 +160,7 @@ class RunState:
     last_modified: Optional[float] = None
     total_bytes: Optional[int] = None
     event_files: Optional[int] = None
+    directory: Optional[str] = None     # the run's folder on a local disk (None through a remote provider)
 
 
 @dataclass

@@ -254,6 +254,7 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
     if directory is not None:
         total, newest, count = file_stats(directory)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
+        state.directory = directory
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
                      histogram_tags=listing.histograms.get(run, ()), other_tags=other,
                      landscape_tags=tuple(sorted(listing.landscapes.get(run, ()))))

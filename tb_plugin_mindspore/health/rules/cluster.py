@@ -1,0 +1,215 @@
+"""Many ranks: ``slow_rank``, ``rank_diverging``, ``rank_stopped``; memory: ``memory_growth``, ``device_memory_limit``.
+
+They judge the per-rank statistics of the run's cluster (``reading.cluster``: the run folder's ``cluster/`` rank
+files, or sibling ``rank_<k>`` folders, judged once at the lowest rank), found from the run's folder on disk
+(``run.state.directory``, else the ``logdir`` of the run information). The maths is in ``..cluster_signals``.
+"""
+
+import os
+
+import numpy as np
+
+from .. import cluster_signals as signals
+from .base import ERROR, WARN, Finding, rule
+from .common import fmt
+
+
+def cluster_of(run):
+    """The run's :class:`~tb_plugin_mindspore.reading.cluster.ClusterData` (reloaded), or None."""
+    from ...reading import cluster
+
+    directory = getattr(run.state, "directory", None) if run.state is not None else None
+    if directory is None:
+        recorded = (run.info or {}).get("logdir")
+        directory = recorded if isinstance(recorded, str) and os.path.isdir(recorded) else None
+    if directory is None:
+        return None
+    try:
+        return cluster.cluster_for_health(directory)
+    except (OSError, ValueError):
+        return None
+
+
+def _view(run, max_points):
+    """``(ranks, steps, matrices)`` limited to the newest ``max_points`` recorded steps, or None."""
+    data = cluster_of(run)
+    if data is None:
+        return None
+    ranks, steps, _, mats = data.aligned()
+    if not ranks or not steps.size:
+        return None
+    lo = max(0, steps.size - int(max_points))
+    return ranks, steps[lo:], {f: (m[:, lo:], p[:, lo:]) for f, (m, p) in mats.items()}
+
+
+def _who(r):
+    return "rank %d%s" % (r.rank, " (node %s)" % r.host if r.host else "")
+
+
+@rule("slow_rank", WARN,
+      "Ascend's slow-rank analysis (MindStudio Insight / msprof-analyze cluster advice): (max - min) / mean of the "
+      "ranks' step time above 5% means a slow rank; here a rank >= 5% above the median rank in 80% of a window of "
+      "recorded points",
+      "A rank consistently slower than the others, and whether its time goes to waiting for data or to compute.",
+      threshold=0.05, window=5, enough=0.8, min_ranks=3, max_points=4000)
+def slow_rank(run, cfg):
+    view = _view(run, cfg["max_points"])
+    if view is None or "step_time_ms" not in view[2]:
+        return []
+    ranks, steps, mats = view
+    t, tp = mats["step_time_ms"]
+    w, wp = mats.get("data_wait_ms", (None, None))
+    found = signals.stragglers(t, tp, w, wp, window=int(cfg["window"]), threshold=float(cfg["threshold"]),
+                               enough=float(cfg["enough"]), min_ranks=int(cfg["min_ranks"]))
+    out = []
+    for s in found:
+        r = ranks[s["row"]]
+        first, last = int(steps[s["first_col"]]), int(steps[s["last_col"]])
+        if s["cause"] == "data wait":
+            why = ("its time goes to waiting for data (+%s ms a step of data wait): look at that rank's input "
+                   "pipeline, storage and host CPU load" % fmt(s["wait_excess_ms"]))
+        else:
+            why = ("its time goes to compute, not to waiting for data%s: look at that device's health, clocks and "
+                   "thermal throttling, or host work on that rank" % (
+                       " (data wait +%s ms)" % fmt(s["wait_excess_ms"]) if s["wait_excess_ms"] is not None else ""))
+        out.append(Finding("slow_rank", WARN,
+                           "%s is %.0f%% slower than the median rank (+%s ms a step) over steps %d-%d; across ranks "
+                           "(max - min) / mean step time is %.0f%% (Ascend's slow-rank threshold: 5%%); %s." % (
+                               _who(r)[0].upper() + _who(r)[1:], (s["ratio"] - 1) * 100, fmt(s["excess_ms"]),
+                               first, last, s["spread"] * 100, why), "", (first, last)))
+    return out
+
+
+_DIVERGE = (("loss", "local loss", False), ("grad_norm", "local gradient norm", True))
+
+
+@rule("rank_diverging", WARN,
+      "robust z-score across ranks (median and MAD x 1.4826; Iglewicz & Hoaglin's modified z-score), our thresholds: "
+      "|z| > 6 and more than 20% from the median, in 60% of a window of recorded points",
+      "A rank whose local loss or gradient norm departs from the other ranks' (bad data shard, faulty device, "
+      "unsynchronised weights).",
+      z=6.0, min_rel=0.2, window=5, enough=0.6, min_ranks=3, max_points=4000)
+def rank_diverging(run, cfg):
+    view = _view(run, cfg["max_points"])
+    if view is None:
+        return []
+    ranks, steps, mats = view
+    out = []
+    for field, label, log in _DIVERGE:
+        if field not in mats:
+            continue
+        x, p = mats[field]
+        for d in signals.divergent(x, p, window=int(cfg["window"]), z=float(cfg["z"]), min_rel=float(cfg["min_rel"]),
+                                   enough=float(cfg["enough"]), min_ranks=int(cfg["min_ranks"]), log=log):
+            r = ranks[d["row"]]
+            first, last = int(steps[d["first_col"]]), int(steps[d["last_col"]])
+            value = "non-finite values" if d["nonfinite"] else "%s" % fmt(d["value"])
+            out.append(Finding("rank_diverging", WARN,
+                               "The %s of %s departs from the other ranks' over steps %d-%d: %s against a median "
+                               "of %s. With data parallelism the ranks' local values should agree closely: check "
+                               "that rank's data shard, its device, and that its weights are synchronised." % (
+                                   label, _who(r), first, last, value, fmt(d["median"])), "", (first, last)))
+    return out
+
+
+@rule("rank_stopped", ERROR,
+      "our heuristic: a rank whose rows end at least 2 recorded points before the newest one while most ranks went on",
+      "A rank that stopped writing (hung or dead) while the others go on.",
+      min_behind=2)
+def rank_stopped(run, cfg):
+    data = cluster_of(run)
+    if data is None:
+        return []
+    ranks, steps, _, mats = data.aligned()
+    if len(ranks) < 2 or not steps.size:
+        return []
+    any_present = None
+    for _, p in mats.values():
+        any_present = p if any_present is None else any_present | p
+    last_cols = np.array([int(np.nonzero(row)[0][-1]) if row.any() else -1 for row in any_present])
+    newest = int(steps[last_cols.max()])
+    out = []
+    for row in signals.stopped(last_cols, steps.size, min_behind=int(cfg["min_behind"])):
+        r = ranks[row]
+        last = int(steps[last_cols[row]])
+        out.append(Finding("rank_stopped", ERROR,
+                           "%s stopped writing at step %d while the other ranks went on to step %d: it hung or died "
+                           "(see its log; with collectives the others will wait for it)." % (
+                               _who(r)[0].upper() + _who(r)[1:], last, newest), "", (last, newest)))
+    return out
+
+
+def _ranks_text(rows, ranks):
+    names = sorted(ranks[i].rank for i in rows)
+    if len(names) <= 6:
+        return "rank%s %s" % ("s" if len(names) > 1 else "", ", ".join(str(n) for n in names))
+    return "%d ranks (%s, ...)" % (len(names), ", ".join(str(n) for n in names[:4]))
+
+
+@rule("memory_growth", WARN,
+      "our heuristic: Theil-Sen slope of the memory after the first 30% of the run, growth >= 10% and >= 64 MB, "
+      "60% of the changes upward (a leak grows steadily; a cache fills and stops)",
+      "Host or device memory of the training process growing steadily (a leak).",
+      warmup=0.3, min_points=8, min_growth=0.1, min_mb=64.0, rising=0.6)
+def memory_growth(run, cfg):
+    data = cluster_of(run)
+    if data is None:
+        return []
+    ranks, steps, _, mats = data.aligned()
+    out = []
+    for field, label in (("host_memory_mb", "Host memory (RSS)"), ("device_memory_mb", "Device memory")):
+        if field not in mats:
+            continue
+        x, p = mats[field]
+        hits = []
+        for i in range(len(ranks)):
+            g = signals.memory_growth(steps[p[i]], x[i][p[i]], warmup=cfg["warmup"], min_points=cfg["min_points"],
+                                      min_growth=cfg["min_growth"], min_mb=cfg["min_mb"], rising=cfg["rising"])
+            if g is not None:
+                hits.append((i, g))
+        if not hits:
+            continue
+        i, g = max(hits, key=lambda h: h[1]["mb_per_1000_steps"])
+        out.append(Finding("memory_growth", WARN,
+                           "%s of %s grows steadily: %s MB per 1,000 steps (%s: from %s MB at step %d to %s MB at "
+                           "step %d). Look for tensors, outputs or metrics kept across steps (lists that grow, "
+                           "asnumpy() results kept), or a growing cache." % (
+                               label, _ranks_text([h[0] for h in hits], ranks), fmt(g["mb_per_1000_steps"]),
+                               _who(ranks[i]), fmt(g["start_mb"]), g["first_step"], fmt(g["end_mb"]),
+                               g["last_step"]), "", (g["first_step"], g["last_step"])))
+    return out
+
+
+@rule("device_memory_limit", WARN,
+      "our heuristic: device memory at 90% of the device's limit, or growing fast enough to reach it within as many "
+      "steps as the run has taken",
+      "Device memory close to the device limit (out-of-memory ahead).",
+      fraction=0.9)
+def device_memory_limit(run, cfg):
+    data = cluster_of(run)
+    if data is None:
+        return []
+    ranks, steps, _, mats = data.aligned()
+    if "device_memory_mb" not in mats or "device_limit_mb" not in mats:
+        return []
+    used, up = mats["device_memory_mb"]
+    limit, lp = mats["device_limit_mb"]
+    worst = None
+    for i in range(len(ranks)):
+        lim = limit[i][lp[i] & np.isfinite(limit[i])]
+        if not lim.size or not up[i].any():
+            continue
+        growth = signals.memory_growth(steps[up[i]], used[i][up[i]])
+        hit = signals.near_limit(steps[up[i]], used[i][up[i]], float(lim[-1]), cfg["fraction"], growth)
+        if hit is not None and (worst is None or hit["share"] > worst[1]["share"]):
+            worst = (i, hit)
+    if worst is None:
+        return []
+    i, hit = worst
+    ahead = (" and, at its current growth, reaches it in about %s steps" % fmt(hit["steps_left"])
+             if hit["steps_left"] is not None else "")
+    return [Finding("device_memory_limit", WARN,
+                    "Device memory of %s reached %s MB of its %s MB limit (%.0f%%) at step %d%s: an out-of-memory "
+                    "error is ahead. Lower the batch size or sequence length, enable recomputation, or shard the "
+                    "optimizer state." % (_who(ranks[i]), fmt(hit["used_mb"]), fmt(hit["limit_mb"]),
+                                          hit["share"] * 100, hit["step"], ahead), "", (hit["step"], hit["step"]))]

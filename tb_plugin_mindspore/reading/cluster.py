@@ -1,0 +1,642 @@
+"""Many ranks as one cluster: ranks x steps matrices of step time, data wait, loss, gradient norm and memory.
+
+Where ranks come from (found under the server's own logdir, never from a path in a request):
+
+* **rank files** (ours): a run folder whose ``cluster/`` holds ``rank<k>.tbmsrank`` files, one per rank, written by
+  ``tb_mindspore_callbacks.RankStats`` (format: ``rank_file.py``). The cluster is named by the run folder.
+* **rank folders**: sibling folders named ``rank_<k>`` (mindformers) or ``rank<k>`` (``TrainMonitor(all_ranks=
+  True)``, rank 0 in the parent folder itself) holding TensorBoard event files: their loss, gradient norm, step
+  time, data wait and memory scalars (our tags or mindformers' / plain aliases) are read straight from the files.
+  The cluster is named by the parent folder.
+
+Every file is read incrementally (from the byte where the previous read stopped; a replaced or shortened file is
+read again from its start), so a live 1,024-rank job costs one ``stat`` per file when nothing changed. Matrices are
+aligned on the union of the ranks' recorded steps; a rank with no row at a step has a *missing* cell there (a hung
+or dead rank's row simply ends). Ranks are ordered by node, then rank, and the page groups them by node.
+"""
+
+import os
+import re
+import stat
+import threading
+
+import itertools
+
+import numpy as np
+from tensorboard import errors
+
+from .. import metadata, rank_file
+from . import encode, series_cache
+from .layers import ENCODING, MISSING_BITS, merge_columns
+
+SOURCE_RANK_FILES = "rank_files"
+SOURCE_RANK_FOLDERS = "rank_folders"
+DEFAULT_MAX_STEPS = 1000
+MAX_STEPS_LIMIT = 20000
+DISCOVERY_TTL_SECS = 2.0
+MAX_WALK_DIRS = 20000
+_READ_CHUNK = 64 << 20
+
+# What the view shows per field: title, unit, color scale ("log": log10 of positive values; "linear").
+METRICS = {
+    "step_time_ms": ("Step time", "ms", "log"),
+    "data_wait_ms": ("Data wait", "ms", "log"),
+    "loss": ("Local loss", "", "linear"),
+    "grad_norm": ("Local gradient norm", "", "log"),
+    "host_memory_mb": ("Host memory (RSS)", "MB", "linear"),
+    "device_memory_mb": ("Device memory", "MB", "linear"),
+    "device_limit_mb": ("Device memory limit", "MB", "linear"),
+}
+HEATMAP_METRICS = ("step_time_ms", "data_wait_ms", "grad_norm", "loss", "host_memory_mb", "device_memory_mb")
+
+_RANK_FILE = re.compile(r"^rank(\d+)" + re.escape(metadata.RANK_FILE_SUFFIX) + "$")
+_RANK_FOLDER = re.compile(r"^rank_?(\d+)$")
+
+# Scalar tags of rank folders that carry each field (ours first, then mindformers' and plain names).
+FOLDER_TAGS = {
+    "loss": (metadata.LOSS, "loss", "train/loss", "local_loss"),
+    "grad_norm": (metadata.GRAD_NORM, "grad-norm", "grad_norm", "global_norm", "train/grad_norm"),
+    "step_time_ms": (metadata.STEP_TIME_MS, "step_time_ms", "step-time", "step_time", "train/step_time_ms"),
+    "data_wait_ms": (metadata.DATA_WAIT_MS, "data_wait_ms", "data/wait_ms"),
+    "host_memory_mb": (metadata.HOST_MEMORY_MB,),
+    "device_memory_mb": (metadata.DEVICE_MEMORY_MB,),
+}
+_TAG_FIELD = {tag: field for field, tags in FOLDER_TAGS.items() for tag in tags}
+_IDS = itertools.count(1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One rank
+class _Rank:
+    """Rows of one rank as read so far: ``steps``, ``walls``, ``values[field]`` (float32), plus its header."""
+
+    def __init__(self, rank, path):
+        self.rank = rank
+        self.path = path
+        self.header = {}
+        self.host = ""
+        self.local_rank = None
+        self.error = None
+        self._chunks = []
+        self._arrays = None
+        self._stamp = None
+
+    def stamp(self):
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self.error = "not a regular file"
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def arrays(self):
+        """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
+        row (a re-run into the same run folder)."""
+        if self._arrays is None:
+            self._arrays = self._build()
+        return self._arrays
+
+    def _set(self, steps, walls, columns):
+        steps = np.asarray(steps, dtype=np.int64)
+        if steps.size and not (steps.size < 2 or bool(np.all(steps[1:] > steps[:-1]))):
+            # last occurrence of each step wins
+            rev = steps[::-1]
+            _, first_rev = np.unique(rev, return_index=True)
+            keep = steps.size - 1 - first_rev
+            steps = steps[keep]
+            walls = np.asarray(walls, dtype=np.float64)[keep]
+            columns = {k: np.asarray(v, dtype=np.float32)[keep] for k, v in columns.items()}
+        return steps, np.asarray(walls, dtype=np.float64), columns
+
+
+class _RankFile(_Rank):
+    """A ``rank<k>.tbmsrank`` file, read from where the previous read stopped."""
+
+    def __init__(self, rank, path):
+        super().__init__(rank, path)
+        self._offset = 0
+        self._dtype = None
+
+    def reload(self):
+        stamp = self.stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        old = self._stamp
+        reset = old is not None and (stamp[0] != old[0] or stamp[1] < old[1])
+        if reset:
+            self._offset, self._dtype, self._chunks, self.header, self._arrays = 0, None, [], {}, None
+        self._stamp = stamp
+        try:
+            with open(self.path, "rb") as f:
+                if self._dtype is None:
+                    head = f.read(rank_file.MAX_HEADER_BYTES + 64)
+                    header, start = rank_file.parse_header(head)
+                    if header is None:
+                        self._stamp = None
+                        return False
+                    self.header = header
+                    self.host = str(header.get("host") or "")
+                    lr = header.get("local_rank")
+                    self.local_rank = lr if isinstance(lr, int) and not isinstance(lr, bool) else None
+                    self._dtype = rank_file.record_dtype(header["fields"])
+                    self._offset = start
+                f.seek(self._offset)
+                size = max(0, stamp[1] - self._offset)
+                size -= size % self._dtype.itemsize
+                data = f.read(min(size, _READ_CHUNK)) if size else b""
+        except (OSError, ValueError) as e:
+            self.error = str(e)[:200]
+            return False
+        self.error = None
+        records, used = rank_file.parse_records(data, self._dtype, 0)
+        if records.size:
+            self._chunks.append(records)
+            self._offset += used
+            self._arrays = None
+        if used < size:
+            self._stamp = None      # more to read next time
+        return bool(records.size) or reset
+
+    def _build(self):
+        if not self._chunks:
+            return self._set([], [], {})
+        rec = np.concatenate(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
+        self._chunks = [rec]
+        fields = [n for n in rec.dtype.names[2:] if n in METRICS]
+        return self._set(rec["step"], rec["wall_time"], {f: rec[f] for f in fields})
+
+
+class _RankFolder(_Rank):
+    """A folder of TensorBoard event files of one rank: the scalars of :data:`FOLDER_TAGS`, read incrementally."""
+
+    def __init__(self, rank, path):
+        super().__init__(rank, path)
+        self._files = {}       # name -> [offset, inode]
+        self._points = {}      # field -> ([steps], [walls], [values])
+
+    def stamp(self):
+        out = []
+        try:
+            for entry in os.scandir(self.path):
+                if "tfevents" in entry.name and entry.is_file():
+                    st = entry.stat()
+                    out.append((entry.name, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            return None
+        return tuple(sorted(out))
+
+    def reload(self):
+        from tensorboard.compat.proto import event_pb2
+
+        from .. import records
+
+        stamp = self.stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        changed = False
+        names = {name for name, _, _, _ in stamp}
+        replaced = any(state[1] != ino or size < state[0] for name, ino, size, _ in stamp
+                       for state in [self._files.get(name)] if state is not None)
+        if replaced or set(self._files) - names:
+            # a file replaced, shortened or removed: read the folder again from the start
+            self._files, self._points, self._arrays, changed = {}, {}, None, True
+        for name, ino, size, _ in stamp:
+            state = self._files.setdefault(name, [0, ino])
+            if size <= state[0]:
+                continue
+            try:
+                with open(os.path.join(self.path, name), "rb") as f:
+                    f.seek(state[0])
+                    buf = f.read(min(size - state[0], _READ_CHUNK))
+            except OSError as e:
+                self.error = str(e)[:200]
+                continue
+            offset = 0
+            try:
+                for _, nxt, data in records.read_records(buf):
+                    offset = nxt
+                    if data is None:
+                        continue
+                    event = event_pb2.Event()
+                    try:
+                        event.ParseFromString(data)
+                    except Exception:
+                        continue
+                    if not event.HasField("summary"):
+                        continue
+                    for value in event.summary.value:
+                        field = _TAG_FIELD.get(value.tag)
+                        if field is None:
+                            continue
+                        number = _scalar_of(value)
+                        if number is None:
+                            continue
+                        s, w, v = self._points.setdefault(field, ([], [], []))
+                        s.append(event.step)
+                        w.append(event.wall_time)
+                        v.append(number)
+                        changed = True
+            except records.RecordError as e:
+                self.error = str(e)[:200]
+            state[0] += offset
+            if state[0] < size and not self.error:
+                self._stamp = None      # more to read next time
+        if changed:
+            self._arrays = None
+        return changed
+
+    def _build(self):
+        if not self._points:
+            return self._set([], [], {})
+        steps = np.unique(np.concatenate([np.asarray(s, dtype=np.int64) for s, _, _ in self._points.values()]))
+        walls = np.full(steps.size, np.nan)
+        columns = {}
+        for field, (s, w, v) in self._points.items():
+            s = np.asarray(s, dtype=np.int64)
+            # last value written for a step wins
+            rev = s[::-1]
+            uniq, first_rev = np.unique(rev, return_index=True)
+            keep = s.size - 1 - first_rev
+            col = np.full(steps.size, np.nan, dtype=np.float32)
+            idx = np.searchsorted(steps, uniq)
+            col[idx] = np.asarray(v, dtype=np.float32)[keep]
+            walls[idx] = np.fmax(walls[idx], np.asarray(w, dtype=np.float64)[keep])
+            columns[field] = col
+        return steps, walls, columns
+
+
+def _scalar_of(value):
+    if value.HasField("simple_value"):
+        return float(value.simple_value)
+    if value.HasField("tensor"):
+        t = value.tensor
+        if t.float_val:
+            return float(t.float_val[0])
+        if t.double_val:
+            return float(t.double_val[0])
+        if t.tensor_content and t.dtype in (1, 2):
+            arr = np.frombuffer(t.tensor_content, dtype=np.float32 if t.dtype == 1 else np.float64)
+            return float(arr[0]) if arr.size == 1 else None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One cluster
+class ClusterData:
+    """The ranks of one cluster, aligned: ``steps`` (union), ``matrix(field)`` -> (ranks x steps float32, present).
+
+    ``ranks``: the rank objects ordered by node then rank. Build with :meth:`reload` (incremental)."""
+
+    def __init__(self, name, source, members):
+        self.name = name
+        self.source = source
+        cls = _RankFile if source == SOURCE_RANK_FILES else _RankFolder
+        self._ranks = {rank: cls(rank, path) for rank, path in members}
+        self._lock = threading.Lock()
+        self._aligned = None
+        self.version = 0
+        self.uid = next(_IDS)
+
+    @property
+    def token(self):
+        """Changes whenever the data changes, also across instances (a cache key part)."""
+        return (self.uid, self.version)
+
+    def set_members(self, members):
+        cls = _RankFile if self.source == SOURCE_RANK_FILES else _RankFolder
+        for rank, path in members:
+            if rank not in self._ranks or self._ranks[rank].path != path:
+                self._ranks[rank] = cls(rank, path)
+                self._aligned = None
+        for rank in set(self._ranks) - {r for r, _ in members}:
+            del self._ranks[rank]
+            self._aligned = None
+
+    def reload(self):
+        """Reads what is new; returns the data version (changes whenever anything changed)."""
+        with self._lock:
+            changed = False
+            for r in self._ranks.values():
+                changed = r.reload() or changed
+            if changed or self._aligned is None:
+                self._aligned = None
+                self.version += 1
+            return self.version
+
+    @property
+    def ranks(self):
+        return sorted(self._ranks.values(), key=lambda r: (r.host, r.rank))
+
+    def aligned(self):
+        """``(ranks, steps, walls, {field: (matrix, present)})`` aligned on the union of steps (cached)."""
+        with self._lock:
+            if self._aligned is not None:
+                return self._aligned
+            ranks = self.ranks
+            per = [r.arrays() for r in ranks]
+            steps = _union([p[0] for p in per])
+            walls = np.full(steps.size, np.nan)
+            fields = []
+            for p in per:
+                fields.extend(f for f in p[2] if f not in fields)
+            mats = {f: np.full((len(ranks), steps.size), np.nan, dtype=np.float32) for f in fields}
+            present = {f: np.zeros((len(ranks), steps.size), dtype=bool) for f in fields}
+            for i, (s, w, cols) in enumerate(per):
+                if not s.size:
+                    continue
+                idx = np.searchsorted(steps, s)
+                walls[idx] = np.fmax(walls[idx], w)
+                for f, col in cols.items():
+                    mats[f][i, idx] = col
+                    measured = ~np.isnan(col)
+                    # NaN means "not measured" for timings and memory, and for a rank that never had the value
+                    # (no MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN.
+                    present[f][i, idx] = measured if f in _NAN_MEANS_MISSING or not measured.any() else True
+            self._aligned = (ranks, steps, walls, {f: (mats[f], present[f]) for f in fields})
+            return self._aligned
+
+
+def _union(arrays):
+    """The sorted union of sorted step arrays; ranks usually share one step axis, so equal arrays are merged once."""
+    distinct = []
+    for a in arrays:
+        if not a.size:
+            continue
+        for d in distinct:
+            if d.size == a.size and d[0] == a[0] and d[-1] == a[-1] and np.array_equal(d, a):
+                break
+        else:
+            distinct.append(a)
+    if not distinct:
+        return np.zeros(0, np.int64)
+    if len(distinct) == 1:
+        return distinct[0]
+    return np.unique(np.concatenate(distinct))
+
+
+# A NaN in these fields means "not measured" (no data wait before the first step, no device memory on CPU).
+_NAN_MEANS_MISSING = frozenset({"step_time_ms", "data_wait_ms", "host_memory_mb", "device_memory_mb",
+                                "device_limit_mb"})
+
+
+def rank_status(ranks, steps, walls, matrices):
+    """Per rank ``{"last_step", "last_wall_time"}`` from the aligned rows (any field present)."""
+    any_present = None
+    for _, present in matrices.values():
+        any_present = present if any_present is None else (any_present | present)
+    out = []
+    for i, _ in enumerate(ranks):
+        cols = np.nonzero(any_present[i])[0] if any_present is not None else ()
+        if len(cols):
+            out.append({"last_step": int(steps[cols[-1]]), "last_wall_time": encode.json_float(walls[cols[-1]])})
+        else:
+            out.append({"last_step": None, "last_wall_time": None})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Finding clusters under a folder
+def discover(logdir, max_dirs=MAX_WALK_DIRS):
+    """``{name: (source, [(rank, path)])}`` of the clusters under a local ``logdir`` (names relative to it, "."
+    for the logdir itself)."""
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    found = {}
+    folder_groups = {}
+    seen = 0
+    for root, dirs, files in os.walk(base):
+        seen += 1
+        if seen > max_dirs:
+            break
+        dirs.sort()
+        if os.path.basename(root) == metadata.CLUSTER_DIR:
+            members = []
+            for name in files:
+                m = _RANK_FILE.match(name)
+                if m:
+                    members.append((int(m.group(1)), os.path.join(root, name)))
+            if members:
+                run = os.path.relpath(os.path.dirname(root), base)
+                found[run] = (SOURCE_RANK_FILES, sorted(members))
+            dirs[:] = []
+            continue
+        m = _RANK_FOLDER.match(os.path.basename(root))
+        if m and root != base and any("tfevents" in f for f in files):
+            folder_groups.setdefault(os.path.dirname(root), []).append((int(m.group(1)), root))
+    for parent, members in folder_groups.items():
+        run = os.path.relpath(parent, base)
+        if run in found:
+            continue
+        ranks = {r for r, _ in members}
+        # TrainMonitor(all_ranks=True): rank 0 writes into the parent folder itself.
+        if 0 not in ranks and _has_event_files(parent):
+            members = members + [(0, parent)]
+        if len(members) >= 2:
+            found[run] = (SOURCE_RANK_FOLDERS, sorted(members))
+    return found
+
+
+def _has_event_files(path):
+    try:
+        return any("tfevents" in e.name and e.is_file() for e in os.scandir(path))
+    except OSError:
+        return False
+
+
+def cluster_of_run_dir(directory):
+    """``(cluster folder, source, members)`` of the cluster a run folder belongs to for the health rules, or
+    ``None``: its own ``cluster/`` rank files; the rank folders below it (``all_ranks=True``); or, for the
+    lowest-numbered of sibling ``rank_<k>`` folders, their cluster (so each cluster is judged once)."""
+    if not directory:
+        return None
+    directory = os.path.abspath(directory)
+    cdir = os.path.join(directory, metadata.CLUSTER_DIR)
+    try:
+        names = os.listdir(cdir)
+    except OSError:
+        names = []
+    members = [(int(m.group(1)), os.path.join(cdir, n)) for n in names for m in [_RANK_FILE.match(n)] if m]
+    if members:
+        return directory, SOURCE_RANK_FILES, sorted(members)
+    subs = _rank_subfolders(directory)
+    if subs:
+        if 0 not in {r for r, _ in subs}:
+            subs.append((0, directory))
+        return directory, SOURCE_RANK_FOLDERS, sorted(subs)
+    m = _RANK_FOLDER.match(os.path.basename(directory))
+    if m:
+        parent = os.path.dirname(directory)
+        if os.path.isdir(os.path.join(parent, metadata.CLUSTER_DIR)):
+            return None
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return None
+        own = int(m.group(1))
+        if any(int(x.group(1)) < own for x in map(_RANK_FOLDER.match, names) if x):
+            return None     # a lower rank's folder judges the cluster (checked by name: cheap at 1,024 ranks)
+        siblings = _rank_subfolders(parent)
+        if _has_event_files(parent) and 0 not in {r for r, _ in siblings}:
+            return None      # the parent is rank 0 of an all_ranks run: judged there
+        if len(siblings) >= 2 and min(r for r, _ in siblings) == int(m.group(1)):
+            return parent, SOURCE_RANK_FOLDERS, sorted(siblings)
+    return None
+
+
+def _rank_subfolders(path):
+    out = []
+    try:
+        for entry in os.scandir(path):
+            m = _RANK_FOLDER.match(entry.name)
+            if m and entry.is_dir() and _has_event_files(entry.path):
+                out.append((int(m.group(1)), entry.path))
+    except OSError:
+        pass
+    return out
+
+
+class _Registry:
+    """ClusterData per folder, reused across calls (bounded), so repeated reads are incremental."""
+
+    def __init__(self, max_entries=64):
+        self._items = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get(self, key, name, source, members):
+        with self._lock:
+            data = self._items.get(key)
+            if data is None or data.source != source:
+                if len(self._items) >= self.max_entries:
+                    self._items.pop(next(iter(self._items)))
+                data = self._items[key] = ClusterData(name, source, members)
+            else:
+                data.set_members(members)
+            return data
+
+
+_HEALTH_REGISTRY = _Registry()
+
+
+_FOUND = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4096)
+
+
+def cluster_for_health(directory):
+    """The reloaded :class:`ClusterData` a run folder's cluster rules judge, or ``None`` (see
+    :func:`cluster_of_run_dir`; looked up again at most every 2 s per folder)."""
+    found = _FOUND.get(os.path.abspath(directory), lambda: cluster_of_run_dir(directory))
+    if found is None:
+        return None
+    folder, source, members = found
+    data = _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
+    data.reload()
+    return data
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The routes
+class ClusterReader:
+    """The ``clusters`` and ``cluster`` routes over the server's logdir."""
+
+    def __init__(self, logdir, cache=None):
+        self.logdir = logdir or ""
+        self._cache = cache if cache is not None else series_cache.ResponseCache()
+        self._registry = _Registry(max_entries=256)
+        self._discovery = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4)
+
+    def _local(self):
+        return bool(self.logdir) and "://" not in self.logdir and os.path.isdir(os.path.expanduser(self.logdir))
+
+    def _clusters(self):
+        if not self._local():
+            return {}
+        return self._discovery.get("clusters", lambda: discover(self.logdir))
+
+    def _data(self, run):
+        clusters = self._clusters()
+        if run not in clusters:
+            raise errors.NotFoundError("no cluster named %r (clusters: %s)" % (run, ", ".join(sorted(clusters))
+                                                                              or "none"))
+        source, members = clusters[run]
+        data = self._registry.get(run, run, source, members)
+        data.reload()
+        return data, data.token
+
+    def listing(self):
+        """``{"clusters": [{"run", "source", "ranks", "nodes", "metrics", "last_step"}]}``."""
+        out = []
+        for run in sorted(self._clusters()):
+            data, _ = self._data(run)
+            ranks, steps, _, mats = data.aligned()
+            out.append({"run": run, "source": data.source, "ranks": len(ranks),
+                        "nodes": len({r.host for r in ranks}),
+                        "metrics": [m for m in HEATMAP_METRICS if m in mats and mats[m][1].any()],
+                        "last_step": int(steps[-1]) if steps.size else None})
+        return {"clusters": out}
+
+    def matrix(self, run, metric, max_steps=DEFAULT_MAX_STEPS):
+        """JSON text of one metric as a ranks x steps heatmap (the ``layers`` route's matrix format)."""
+        if metric not in METRICS:
+            raise errors.InvalidArgumentError("metric must be one of %s, got %r" % (", ".join(METRICS), metric))
+        data, version = self._data(run)
+        key = ("cluster", run, metric, max_steps)
+        text = self._cache.get(key, version)
+        if text is not None:
+            return text
+        ranks, steps, walls, mats = data.aligned()
+        if metric in mats:
+            matrix, present = mats[metric]
+        else:
+            matrix = np.full((len(ranks), steps.size), np.nan, dtype=np.float32)
+            present = np.zeros(matrix.shape, dtype=bool)
+        status = rank_status(ranks, steps, walls, mats)
+        total = int(steps.size)
+        csteps, cwalls, cmat, cpresent = merge_columns(steps, walls, matrix, present, max_steps)
+        finite = cmat[np.isfinite(cmat) & cpresent]
+        title, unit, scale = METRICS[metric]
+        if scale == "log" and finite.size and float(finite.min()) <= 0:
+            scale = "linear"
+        nodes = {}
+        rows = []
+        for i, r in enumerate(ranks):
+            nodes.setdefault(r.host, []).append(i)
+            rows.append(dict({"rank": r.rank, "node": r.host, "local_rank": r.local_rank,
+                              "label": "rank %d" % r.rank}, **status[i]))
+        body = {
+            "run": run, "metric": metric, "source": data.source, "display_name": title, "unit": unit,
+            "scale": scale, "ranks": rows,
+            "nodes": [{"node": n, "rows": idx} for n, idx in nodes.items()],
+            "layers": [row["label"] for row in rows],
+            "last_step": int(steps[-1]) if steps.size else None,
+            "steps": csteps.tolist(), "wall_times": encode.json_numbers(cwalls), "total_steps": total,
+            "downsampled": bool(csteps.size < total), "shape": [len(ranks), int(csteps.size)],
+            "encoding": ENCODING,
+            "values": encode.bf16_planes_b64(cmat, missing=~cpresent, missing_bits=MISSING_BITS),
+            "summary": {
+                "finite_min": encode.json_float(finite.min()) if finite.size else None,
+                "finite_max": encode.json_float(finite.max()) if finite.size else None,
+                "nonfinite": int(cpresent.sum() - finite.size),
+                "missing": int(cpresent.size - cpresent.sum()),
+            },
+        }
+        return self._cache.put(key, version, encode.Gzipped(encode.dumps(body)))
+
+    def rank(self, run, metric, rank):
+        """One rank's series at full precision: ``{"run", "metric", "rank", "node", "points": [[step, wall, v]]}``."""
+        if metric not in METRICS:
+            raise errors.InvalidArgumentError("metric must be one of %s, got %r" % (", ".join(METRICS), metric))
+        data, _ = self._data(run)
+        for r in data.ranks:
+            if r.rank == rank:
+                steps, walls, cols = r.arrays()
+                col = cols.get(metric)
+                if col is None:
+                    return {"run": run, "metric": metric, "rank": rank, "node": r.host, "points": []}
+                keep = ~np.isnan(col) if metric in _NAN_MEANS_MISSING else np.ones(col.size, dtype=bool)
+                points = [list(p) for p in zip(steps[keep].tolist(), encode.json_numbers(walls[keep]),
+                                               encode.json_numbers(col[keep].astype(np.float64)))]
+                return {"run": run, "metric": metric, "rank": rank, "node": r.host, "points": points}
+        raise errors.NotFoundError("cluster %r has no rank %d" % (run, rank))
+
