@@ -394,7 +394,9 @@ export class Dashboard {
 
   /** A health finding was clicked: scroll to the chart (or heatmap panel) of its tag and shade its step range. */
   revealFinding(run, finding) {
-    const tag = finding.tag;
+    // A finding's layers link names several heatmaps (fallbackTags): the first one shown wins.
+    const tags = [finding.tag, ...(finding.fallbackTags || [])];
+    const tag = tags.find((t) => ["scalar", "layers", "histogram"].some((k) => this.views.has(viewKey(k, t)))) || finding.tag;
     let view = null;
     for (const kind of ["scalar", "layers", "histogram"]) view = view || this.views.get(viewKey(kind, tag)) || null;
     if (!view) {

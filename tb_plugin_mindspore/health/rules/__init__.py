@@ -6,7 +6,8 @@ nothing: absence of data is reported once, by ``no_loss``, not by every rule.
 
 One module per concern, in the order the rules run: ``presence`` (no_loss, nonfinite), ``gradients``, ``losses``,
 ``learning_rate``, ``layers``, ``evaluation`` (overfitting), ``throughput``, ``run_state`` (stalled, unfinished),
-``monitoring`` (log size, monitoring overhead), ``sharpness`` (curvature against the stability line). ``base`` holds the registry, ``common`` what the rules share (the
+``monitoring`` (log size, monitoring overhead), ``sharpness`` (curvature against the stability line), ``live``
+(the health events the callbacks recorded while training). ``base`` holds the registry, ``common`` what the rules share (the
 points a rule judges, interval envelopes, message formatting); the signal maths is in ``..detectors``.
 
 Conventions:
@@ -26,6 +27,7 @@ from .base import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, WARN, Finding, Rule, r
 from . import presence, gradients, losses, learning_rate  # noqa: F401,I100
 from . import layers, evaluation, throughput, run_state, monitoring  # noqa: F401,I100
 from . import sharpness  # noqa: F401,I100
+from . import live  # noqa: F401,I100
 from . import cluster  # noqa: F401,I100
 
 RULES_BY_ID = {r.id: r for r in RULES}
