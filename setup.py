@@ -32,8 +32,9 @@ def build_frontend():
     if not os.path.isdir(os.path.join(FRONTEND, "node_modules")):
         subprocess.check_call([npm, "ci", "--no-audit", "--no-fund"], cwd=FRONTEND)
     subprocess.check_call([npm, "run", "build"], cwd=FRONTEND)
-    if not os.path.exists(bundle):
-        raise RuntimeError("the frontend build did not produce %s" % bundle)
+    for built in (bundle, os.path.join(STATIC, "report.js")):   # the tab, and the page of `tb-mindspore report`
+        if not os.path.exists(built):
+            raise RuntimeError("the frontend build did not produce %s" % built)
 
 
 class BuildPyWithFrontend(build_py):
@@ -61,6 +62,7 @@ setup(
         "tb_plugin_mindspore.landscape",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
+        "tb_mindspore_callbacks.recorders",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},
@@ -76,7 +78,10 @@ setup(
     extras_require={
         # Only the callbacks and `tb-mindspore demo` need MindSpore; its datasets need numpy < 2.
         "mindspore": ["mindspore>=2.3", "numpy<2"],
-        "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8"],
+        # Remote logdirs (s3:// and S3-compatible stores such as OBS); gs:// needs gcsfs, hdfs:// pyarrow.
+        "remote": ["fsspec>=2023.1", "s3fs>=2023.1", "boto3"],
+        "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
+                 "fsspec>=2023.1", "s3fs>=2023.1", "boto3", "moto[server]>=5"],
     },
     entry_points={
         "tensorboard_plugins": ["mindspore = tb_plugin_mindspore.loader:MindSporeLoader"],

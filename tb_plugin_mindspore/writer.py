@@ -18,6 +18,14 @@ return. A background thread builds the protos (``summary.py``), frames them (``r
   removed, with a log line, until its own files fit (other writers' files, e.g. other ranks' subfolders, are not
   counted). Run-level values written with ``sticky=True`` (run info, hparams) are written again into the current
   part when the part holding them is removed.
+* A remote ``logdir`` (``s3://bucket/run``, any URL ``reading.fs`` reads): the files are written as above into a
+  local staging folder, and :class:`_Uploader` (its own thread) uploads them: each closed part once, the live part
+  as far as it was flushed, at most every ``upload_secs`` seconds and on ``flush()`` / ``close()``. Object stores
+  cannot append, so the live part is sent whole each time; once its uploads add up to ``REUPLOAD_FACTOR`` times its
+  size the writer starts a new part, which keeps the bytes sent within about that factor of the bytes written
+  (linear in the run's length, not quadratic). A store that cannot be reached is warned about once; the data stays
+  in the staging folder and uploads are retried (with backoff). The staging folder is removed once everything is
+  uploaded at close, and kept (with a warning naming it) otherwise.
 """
 
 import atexit
@@ -25,7 +33,9 @@ import collections
 import logging
 import os
 import signal
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import weakref
@@ -33,11 +43,14 @@ import weakref
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from . import records, summary
+from .reading import fs
 
 logger = logging.getLogger(__name__)
 
 _STOP = object()
 _POLL_SECS = 0.05           # the writer thread looks at its queue this often
+REUPLOAD_FACTOR = 8         # a remote run's live part is rotated once its uploads add up to this times its size
+_MAX_RETRY_SECS = 60.0
 _open_writers = weakref.WeakSet()
 _open_writers_lock = threading.Lock()
 
@@ -78,23 +91,29 @@ class SummaryWriter:
       max_file_bytes: start a new part when the current file reaches this size (None: never rotate). With only
         ``max_run_bytes`` set, parts are a quarter of the budget (at most 64 MiB).
       max_run_bytes: budget for this writer's files; its oldest closed parts are removed first.
+      upload_secs: for a remote ``logdir``, the longest time flushed data waits before it is uploaded.
     """
 
     _counter = 0
     _counter_lock = threading.Lock()
 
-    def __init__(self, logdir, flush_secs=2.0, max_queue=10000, max_file_bytes=None, max_run_bytes=None):
+    def __init__(self, logdir, flush_secs=2.0, max_queue=10000, max_file_bytes=None, max_run_bytes=None,
+                 upload_secs=10.0):
         if flush_secs <= 0:
             raise ValueError("flush_secs must be > 0, got %r" % (flush_secs,))
+        if isinstance(upload_secs, bool) or not isinstance(upload_secs, (int, float)) or not upload_secs > 0:
+            raise ValueError("upload_secs must be a number > 0, got %r" % (upload_secs,))
         if max_queue < 1:
             raise ValueError("max_queue must be >= 1, got %r" % (max_queue,))
         max_file_bytes, max_run_bytes = check_sizes(max_file_bytes, max_run_bytes)
-        self.logdir = str(logdir)
+        self.logdir = fs.normalize(logdir) if fs.is_remote(logdir) else str(logdir)
         with SummaryWriter._counter_lock:
             SummaryWriter._counter += 1
             counter = SummaryWriter._counter
         name = "events.out.tfevents.%010d.%s.%d.%d" % (int(time.time()), socket.gethostname(), os.getpid(), counter)
-        self.base_path = os.path.join(self.logdir, name)
+        # Where the files are written: the logdir itself, or a local staging folder for a remote logdir.
+        self.local_dir = _staging_dir(self.logdir, name) if fs.is_remote(self.logdir) else self.logdir
+        self.base_path = os.path.join(self.local_dir, name)
         self.path = self.base_path
         self.parts = [self.path]    # every part this writer made that still exists, oldest first
         self.removed_parts = []
@@ -117,13 +136,17 @@ class SummaryWriter:
         self._lock = threading.Lock()
         self._file = None
         self._tags_with_metadata = set()
+        self._flushed = (self.path, 0)     # (part, bytes flushed to it): what an upload may send of the live part
+        self._rotate_requested = False
         try:
-            os.makedirs(self.logdir, exist_ok=True)
+            os.makedirs(self.local_dir, exist_ok=True)
             self._file = open(self.path, "ab")
             self._write_header()
             self._file.flush()
+            self._flushed = (self.path, self._file_bytes)
         except (OSError, ValueError) as e:
             self._fail(e)
+        self.uploader = _Uploader(self, float(upload_secs)) if self.local_dir != self.logdir else None
         self._thread = threading.Thread(target=self._run, name="tb-mindspore-writer", daemon=True)
         self._thread.start()
         with _open_writers_lock:
@@ -201,6 +224,9 @@ class SummaryWriter:
                     self._flush_file()
                     dirty = False
                     last_flush = time.monotonic()
+                if self._rotate_requested and not stop and self.failed is None:
+                    self._rotate_requested = False
+                    self._rotate()
             except Exception:   # never let the writer thread die: a dead thread would block flush and close
                 logger.exception("tb-mindspore: writer error on %s", self.path)
             finally:
@@ -259,6 +285,7 @@ class SummaryWriter:
             with self._lock:
                 if self._file is not None and not self._file.closed:
                     self._file.flush()
+                    self._flushed = (self.path, self._file_bytes)
         except (OSError, ValueError) as e:
             self._fail(e)
 
@@ -310,7 +337,7 @@ class SummaryWriter:
                 self._file = None
                 self._part_index += 1
                 self.path = "%s.part%04d" % (self.base_path, self._part_index)
-                os.makedirs(self.logdir, exist_ok=True)
+                os.makedirs(self.local_dir, exist_ok=True)
                 self._file = open(self.path, "ab")
                 self._file_bytes = 0
                 self._tags_with_metadata = set()
@@ -356,6 +383,8 @@ class SummaryWriter:
         deadline = time.monotonic() + timeout
         while not marker.done and time.monotonic() < deadline and self._thread.is_alive():
             time.sleep(0.002)
+        if self.uploader is not None and not _from_signal:
+            self.uploader.upload_now(deadline)
 
     def close(self, timeout=30.0):
         """Writes everything still queued, then closes the file. Safe to call more than once; never raises."""
@@ -379,6 +408,8 @@ class SummaryWriter:
                     self._lock.release()
             if error is not None:
                 self._fail(error)
+            if self.uploader is not None:
+                self.uploader.close(timeout)
         except Exception:   # never let monitoring turn the end of training into a crash
             logger.exception("tb-mindspore: error while closing %s", self.path)
         if _open_writers_lock.acquire(timeout=1.0):
@@ -392,6 +423,133 @@ class SummaryWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _staging_dir(url, name):
+    """A new local folder for the files of a remote run (``TB_MINDSPORE_STAGING`` or the temporary folder)."""
+    root = os.environ.get("TB_MINDSPORE_STAGING") or os.path.join(tempfile.gettempdir(), "tb-mindspore-staging")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in url.split("://", 1)[-1])[-80:]
+    try:
+        os.makedirs(root, exist_ok=True)
+        return tempfile.mkdtemp(prefix=safe + ".", dir=root)
+    except OSError:    # the writer reports it when it cannot create its file there
+        return os.path.join(root, "%s.%s" % (safe, ".".join(name.rsplit(".", 2)[-2:])))
+
+
+class _Uploader:
+    """Uploads a remote run's staged parts (see the module doc) from its own thread; never raises.
+
+    ``bytes_sent`` / ``uploads`` count what reached the store; ``pending`` tells whether anything flushed is not
+    there yet; ``failing`` holds the last error while the store cannot be reached.
+    """
+
+    def __init__(self, writer, upload_secs):
+        self.writer = writer
+        self.url = writer.logdir
+        self.upload_secs = upload_secs
+        self.bytes_sent = 0
+        self.uploads = 0
+        self.failing = None
+        self._sent = {}            # local part -> bytes of it the store holds
+        self._sent_total = {}      # local part -> bytes sent for it so far (every upload of it)
+        self._removed = set()
+        self._requested = 0        # upload requests (flush, close) and how many are done
+        self._done = 0
+        self._stopping = False
+        self._failures = 0
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tb-mindspore-uploader", daemon=True)
+        self._thread.start()
+
+    def remote_path(self, local_part):
+        return fs.join(self.url, os.path.basename(local_part))
+
+    @property
+    def pending(self):
+        w = self.writer
+        live, flushed = w._flushed
+        for part in list(w.parts):
+            size = flushed if part == live else _size(part)
+            if self._sent.get(part, -1) != size and size > 0:
+                return True
+        return bool(set(w.removed_parts) - self._removed)
+
+    def upload_now(self, deadline):
+        """Asks for an upload of everything flushed and waits for it until ``deadline`` (monotonic time)."""
+        self._requested += 1
+        wanted = self._requested
+        self._wake.set()
+        if self.failing is not None and not self._stopping:
+            return      # the store is down: a flush must not hold training up (retried in the background)
+        while self._done < wanted and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.005)
+
+    def close(self, timeout):
+        """The last upload (the writer's file is closed by now); removes the staging folder when it succeeded."""
+        self._stopping = True
+        self.upload_now(time.monotonic() + timeout)
+        self._thread.join(1.0)
+        if self.failing is None and not self.pending:
+            shutil.rmtree(self.writer.local_dir, ignore_errors=True)
+        else:
+            logger.warning("tb-mindspore: not everything reached %s (%s); the run's files are kept in %s",
+                           self.url, self.failing or "timed out", self.writer.local_dir)
+
+    def _run(self):
+        while True:
+            delay = self.upload_secs if not self._failures else min(_MAX_RETRY_SECS,
+                                                                   self.upload_secs * 2 ** self._failures)
+            self._wake.wait(delay)
+            self._wake.clear()
+            wanted, stopping = self._requested, self._stopping
+            try:
+                self._sync()
+            except Exception:   # never let the uploader die: later uploads may still work
+                logger.exception("tb-mindspore: upload error for %s", self.url)
+            self._done = wanted
+            if stopping:
+                return
+
+    def _sync(self):
+        w = self.writer
+        live, flushed = w._flushed
+        try:
+            for part in list(w.parts):
+                size = flushed if part == live else _size(part)
+                if size <= 0 or self._sent.get(part) == size:
+                    continue
+                with open(part, "rb") as f:
+                    data = f.read(size)
+                fs.put_bytes(self.remote_path(part), data)
+                self._sent[part] = len(data)
+                self._sent_total[part] = self._sent_total.get(part, 0) + len(data)
+                self.bytes_sent += len(data)
+                self.uploads += 1
+                if part == live and part == w.path and self._sent_total[part] >= REUPLOAD_FACTOR * len(data):
+                    w._rotate_requested = True
+                    w._wake.set()
+            for part in list(w.removed_parts):
+                if part not in self._removed:
+                    fs.remove(self.remote_path(part))
+                    self._removed.add(part)
+        except OSError as e:
+            self._failures += 1
+            if self.failing is None:
+                logger.warning("tb-mindspore: cannot upload to %s (%s); training goes on, the run is kept in %s "
+                               "and uploads are retried", self.url, e, w.local_dir)
+            self.failing = e
+            return
+        if self.failing is not None:
+            logger.warning("tb-mindspore: uploads to %s work again", self.url)
+        self.failing = None
+        self._failures = 0
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _files_bytes(paths):

@@ -10,15 +10,17 @@ A finding is ``{"file": path, "offset": int, "reason": str}``. Reported: a lengt
 (the framing is lost from there on), and a length that runs past the end of the file by more than
 ``TAIL_SLACK_BYTES`` or claims more than ``MAX_PLAUSIBLE_BYTES`` (a record still being written is only a little
 longer than what is on disk).
+
+Files are read through ``fs``: on a remote logdir each chunk is one byte range, so a scan fetches only new bytes.
 """
 
-import os
 import stat
 import struct
 import threading
 import time
 
 from .. import records
+from . import fs
 
 # Longer than any record a writer produces; TensorBoard's own writers stay far below it.
 MAX_PLAUSIBLE_BYTES = 1 << 30
@@ -41,9 +43,8 @@ def scan_headers(path, start=0, budget_s=1.0):
     says where to go on). Raises OSError when the file cannot be read.
     """
     deadline = time.monotonic() + budget_s
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))    # never blocks on a FIFO
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    with fs.open_regular(path) as f:     # never blocks on a FIFO
+        st = fs.fstat(f)
         if not stat.S_ISREG(st.st_mode):
             return start, None
         size = st.st_size
@@ -102,7 +103,7 @@ class HeaderScanner:
         with self._lock:
             for path in paths:
                 try:
-                    st = os.stat(path)
+                    st = fs.stat(path)
                 except OSError:
                     self._state.pop(path, None)
                     continue

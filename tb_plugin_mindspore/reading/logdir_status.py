@@ -11,7 +11,7 @@ import os
 import stat
 import time
 
-from . import event_headers
+from . import event_headers, fs
 
 MS_SUFFIX = "_MS"
 _MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds
@@ -39,8 +39,11 @@ def entry_problem(path):
     """Why a file named like an event / summary file cannot be read safely (a reason string), or None.
 
     A FIFO, socket or device would block or confuse a reader that opens it (TensorBoard's Python loader blocks on
-    a FIFO forever); a symbolic link loop or a dangling link cannot be opened at all.
+    a FIFO forever); a symbolic link loop or a dangling link cannot be opened at all. Objects listed in a remote
+    store are plain files.
     """
+    if fs.is_remote(path):
+        return None
     try:
         st = os.stat(path)
     except OSError as e:
@@ -63,13 +66,13 @@ def scan(logdir):
     "event_paths": [regular event files], "hostile": [(path, reason)] for data files that are not regular files}."""
     counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
               "event_paths": [], "hostile": []}
-    for root, dirs, files in os.walk(logdir):
+    for root, dirs, files in fs.walk(logdir):
         dirs.sort()
         for name in sorted(files + [d for d in dirs if is_data_file(d)]):
             counts["entries"] += 1
             if not is_data_file(name):
                 continue
-            path = os.path.join(root, name)
+            path = fs.join(root, name)
             problem = entry_problem(path)
             if problem is not None:
                 counts["hostile"].append((path, problem))
@@ -80,7 +83,7 @@ def scan(logdir):
                 counts["event_files"] += 1
                 counts["event_paths"].append(path)
                 try:
-                    counts["event_bytes"] = max(counts["event_bytes"], os.path.getsize(path))
+                    counts["event_bytes"] = max(counts["event_bytes"], fs.getsize(path))
                 except OSError:
                     pass
         if counts["entries"] > _MAX_ENTRIES:
@@ -95,7 +98,7 @@ class LogdirStatus:
         self._cwd = cwd or os.getcwd()
         self._cached = None
         self._cached_at = 0.0
-        self._headers = event_headers.HeaderScanner(self._abs() if self._local() else "")
+        self._headers = event_headers.HeaderScanner(self._abs() if self._logdir else "")
 
     def _local(self):
         return bool(self._logdir) and "://" not in self._logdir
@@ -108,13 +111,13 @@ class LogdirStatus:
         return self._cached
 
     def _rel(self, path):
-        return os.path.relpath(path, self._abs())
+        return fs.relpath(path, self._abs())
 
     def file_warnings(self):
         """``[{"run", "file", "offset", "reason"}]`` for files under the logdir that readers must not or cannot
         read: FIFOs and other non-regular files, symbolic link loops, event files whose record framing breaks
         TensorBoard's loaders (found from the record headers alone; see ``event_headers``)."""
-        if not self._local():
+        if not self._logdir:
             return []
         counts = self._counts()
         out = []
@@ -182,6 +185,8 @@ class LogdirStatus:
         }
 
     def _abs(self):
+        if fs.is_remote(self._logdir):
+            return fs.normalize(self._logdir)
         return os.path.abspath(os.path.join(self._cwd, os.path.expanduser(self._logdir)))
 
     def _relative_hint(self):
@@ -191,7 +196,7 @@ class LogdirStatus:
         return ""
 
     def _scan(self):
-        if not self._local() or not os.path.isdir(self._abs()):
+        if not self._logdir or (self._local() and not os.path.isdir(self._abs())):
             return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
                     "event_paths": [], "hostile": []}
         return scan(self._abs())

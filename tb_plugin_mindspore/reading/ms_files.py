@@ -34,7 +34,7 @@ import google_crc32c
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from . import ms_proto
+from . import fs, ms_proto
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"
@@ -213,9 +213,9 @@ class MsFile:
     def _stat(self):
         """``os.stat`` of the file, or None (reported once) when it is missing, unreadable or not a regular file."""
         try:
-            st = os.stat(self.path)
+            st = fs.stat(self.path)
         except OSError as e:
-            self.gone = isinstance(e, FileNotFoundError) and not os.path.islink(self.path)
+            self.gone = isinstance(e, FileNotFoundError) and not fs.islink(self.path)
             self._report_io(e)
             return None
         self.gone = False
@@ -239,7 +239,7 @@ class MsFile:
                 if (st.st_dev, st.st_ino) != self._identity or st.st_size < self.offset or changed:
                     try:
                         with _open_regular(self.path) as f:
-                            self._check_identity(os.fstat(f.fileno()), f)
+                            self._check_identity(fs.fstat(f), f)
                     except OSError as e:
                         self._report_io(e)
             self.size = st.st_size
@@ -290,7 +290,7 @@ class MsFile:
             return [], [], 0
         try:
             with _open_regular(self.path) as f:
-                st = os.fstat(f.fileno())
+                st = fs.fstat(f)
                 if not stat.S_ISREG(st.st_mode):    # swapped for something else since the stat
                     return [], [], 0
                 self._check_identity(st, f)
@@ -374,9 +374,9 @@ class MsFile:
 
 
 def _open_regular(path):
-    """Opens ``path`` for reading without blocking on a FIFO (the caller checks ``fstat`` before reading)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    return os.fdopen(fd, "rb")
+    """Opens ``path`` for reading without blocking on a FIFO (the caller checks ``fstat`` before reading); a URL
+    through ``fs`` (each read one byte range)."""
+    return fs.open_regular(path)
 
 
 def _file_type(mode):

@@ -66,7 +66,7 @@ from array import array
 
 import numpy as np
 
-from . import ms_files, ms_lineage, ms_proto
+from . import fs, ms_files, ms_lineage, ms_proto, timeline
 
 logger = logging.getLogger(__name__)
 
@@ -397,14 +397,14 @@ class _Run:
         return self._memoized(("cutoffs", kind), lambda: self._cutoffs(kind))
 
     def _cutoffs(self, kind):
-        later = {}
-        out = []
-        for mf, data in reversed(self.summaries()):
-            out.append(dict(later))
-            for (tag, k), (lo, _) in data.steps.items():
-                if k == kind and (tag not in later or lo <= later[tag][0]):
-                    later[tag] = (lo, mf)
-        out.reverse()
+        # The rule event files follow too (``timeline``): a later file supersedes from its first step of the series.
+        files = self.summaries()
+        out = [{} for _ in files]
+        for tag in {tag for _, data in files for (tag, k) in data.steps if k == kind}:
+            starts = [data.steps[(tag, kind)][0] if (tag, kind) in data.steps else None for _, data in files]
+            for i, cut in enumerate(timeline.cuts(starts)):
+                if cut is not None:
+                    out[i][tag] = (cut[0], files[cut[1]][0])
         return out
 
 
@@ -417,7 +417,7 @@ class MsLogdir:
     """
 
     def __init__(self, logdir, samples=None):
-        self.logdir = os.path.abspath(os.path.expanduser(str(logdir)))
+        self.logdir = fs.normalize(logdir)   # a local folder or a URL (s3://bucket/prefix; see fs)
         self.samples = dict(DEFAULT_SAMPLES)
         self.samples.update(samples or {})
         self._lock = threading.RLock()
@@ -513,18 +513,18 @@ class MsLogdir:
     def _discover(self):
         found = []
         present = set()
-        if os.path.isdir(self.logdir):
-            for root, dirs, names in os.walk(self.logdir):
+        if fs.is_remote(self.logdir) or os.path.isdir(self.logdir):
+            for root, dirs, names in fs.walk(self.logdir):
                 dirs.sort()
                 for name in names:
                     kind = file_kind(name)
                     if kind is None:
                         continue
-                    path = os.path.join(root, name)
+                    path = fs.join(root, name)
                     present.add(path)
                     if path not in self._files:
                         found.append((root, path, kind))
-        gone = [path for path in self._files if path not in present and not os.path.lexists(path)]
+        gone = [path for path in self._files if path not in present and not fs.lexists(path)]
         if gone:
             self._forget(gone)
         new_runs = []
@@ -532,7 +532,7 @@ class MsLogdir:
             return new_runs
         with self._lock:
             for root, path, kind in found:
-                name = os.path.relpath(root, self.logdir)
+                name = fs.relpath(root, self.logdir)
                 run = self._runs.get(name)
                 if run is None:
                     run = self._runs[name] = _Run(name)
@@ -891,7 +891,7 @@ class MsLogdir:
         out = []
         with self._lock:
             for mf, _ in self._run(run).ordered():
-                rel = os.path.relpath(mf.path, self.logdir)
+                rel = fs.relpath(mf.path, self.logdir)
                 out.extend({"file": rel, "offset": offset, "reason": reason} for offset, reason in mf.problems)
                 hidden = mf.problem_count - len(mf.problems)
                 if hidden > 0:
@@ -916,7 +916,7 @@ class MsLogdir:
                         if not gone.size:
                             continue
                         lo, hi = int(gone.min()), int(gone.max())
-                        entry = lost[id(mf)].setdefault(id(by), {"by": os.path.relpath(by.path, self.logdir),
+                        entry = lost[id(mf)].setdefault(id(by), {"by": fs.relpath(by.path, self.logdir),
                                                                 "from_step": lo, "to_step": hi,
                                                                 "points": 0, "tags": []})
                         entry["from_step"] = min(entry["from_step"], lo)
@@ -931,7 +931,7 @@ class MsLogdir:
                     created = data.first_wall
                 spans = list(data.steps.values()) if data is not None else []
                 out.append({
-                    "file": os.path.relpath(mf.path, self.logdir),
+                    "file": fs.relpath(mf.path, self.logdir),
                     "kind": "summary" if data is not None else "lineage",
                     "created": created,
                     "records": mf.records,
