@@ -32,9 +32,8 @@ def build_frontend():
     if not os.path.isdir(os.path.join(FRONTEND, "node_modules")):
         subprocess.check_call([npm, "ci", "--no-audit", "--no-fund"], cwd=FRONTEND)
     subprocess.check_call([npm, "run", "build"], cwd=FRONTEND)
-    for built in (bundle, os.path.join(STATIC, "report.js")):   # the tab, and the page of `tb-mindspore report`
-        if not os.path.exists(built):
-            raise RuntimeError("the frontend build did not produce %s" % built)
+    if not os.path.exists(bundle):
+        raise RuntimeError("the frontend build did not produce %s" % bundle)
 
 
 class BuildPyWithFrontend(build_py):
@@ -62,7 +61,6 @@ setup(
         "tb_plugin_mindspore.landscape",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
-        "tb_mindspore_callbacks.recorders",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},
