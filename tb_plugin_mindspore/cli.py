@@ -118,12 +118,13 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_demo(sub)
-    from . import convert, doctor
+    from . import convert, doctor, report
     from .health import cli as health_cli
 
     convert.add_convert_parser(sub)
     health_cli.add_check_parser(sub)
     doctor.add_doctor_parser(sub)
+    report.add_report_parser(sub)
     return parser
 
 

@@ -22,6 +22,7 @@ def test_wheel_in_fresh_venv(tmp_path, recorded_logdir):
     (wheel,) = dist.glob("tb_plugin_mindspore-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "tb_plugin_mindspore/static/index.js" in names
+    assert "tb_plugin_mindspore/static/report.js" in names   # the page of `tb-mindspore report`
     assert any(n.startswith("tb_mindspore_callbacks/") for n in names)
     assert not any(n.startswith(("callbacks/", "tests/", "frontend/")) for n in names)
 
