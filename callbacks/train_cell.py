@@ -423,10 +423,10 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         ``indices``) on the device, for the flight recorder (``tbms_flight``, see ``flight_ring``).
 
         Like :meth:`track_layer_grad_norms`, only before the first GRAPH_MODE step: returns False otherwise. A ring
-        already there for the same layers and at least ``capacity`` steps is kept.
+        already there for the same layers is kept, whatever its size (``flight_capacity``).
         """
         indices = tuple(int(i) for i in indices)
-        if self.flight_capacity >= capacity and indices == self._layer_idx:
+        if self.flight_capacity and indices == self._layer_idx:
             return True
         if not indices or (ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache):
             return False
