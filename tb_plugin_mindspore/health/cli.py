@@ -74,14 +74,22 @@ def run_check(args):
         engine.validate_config(config)
     except ValueError as e:
         return _error(str(e))
+    from ..reading import fs
+
     logdir = args.logdir
-    path = os.path.abspath(os.path.expanduser(logdir))
-    if not os.path.exists(path):
+    path = fs.normalize(logdir)     # a local folder or a URL (s3://bucket/prefix; see reading/fs.py)
+    try:
+        found = fs.exists(path)
+    except OSError as e:            # no library for the URL's protocol
+        return _error(str(e))
+    if not found:
         hint = ""
-        if not os.path.isabs(os.path.expanduser(logdir)):
+        if fs.is_remote(path):
+            hint = " (nothing under that prefix, or the store cannot be reached)"
+        elif not os.path.isabs(os.path.expanduser(logdir)):
             hint = " (relative to the current folder %s)" % os.getcwd()
         return _error("no such logdir: %s%s" % (path, hint))
-    if not os.path.isdir(path):
+    if not fs.isdir(path):
         return _error("not a folder: %s" % path)
 
     from . import sources

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .. import metadata
+from ..reading import fs
 from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
 
 logger = logging.getLogger(__name__)
@@ -298,7 +299,7 @@ def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
 
     from ..reading import safe_view
 
-    logdir = os.path.abspath(os.path.expanduser(str(logdir)))
+    logdir = fs.normalize(logdir)   # a local folder or a URL (reading/fs.py)
     with safe_view.safe_view(logdir, problems) as view:
         provider = load_provider(view)
     runs = runs_from_provider(provider, tb_context.RequestContext(), "", logdir=logdir, now=now)
@@ -321,7 +322,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
     from ..reading import ms_logdir as ms_module
 
     if isinstance(ms_logdir, (str, os.PathLike)):
-        path = os.path.abspath(os.path.expanduser(str(ms_logdir)))
+        path = fs.normalize(ms_logdir)
         if not _has_ms_files(path):
             return []
         reader = ms_module.MsLogdir(path)
@@ -391,7 +392,7 @@ def _ms_holds(reader, run, tags):
 
 
 def _has_ms_files(path):
-    for _, _, names in os.walk(path):
+    for _, _, names in fs.walk(path):
         if any(_is_ms_file(n) for n in names):
             return True
     return False

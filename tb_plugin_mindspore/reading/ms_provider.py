@@ -287,8 +287,9 @@ class MergedProvider(provider.DataProvider):
 
 
 def with_ms_files(data_provider, logdir, reload_interval=5.0):
-    """``data_provider`` merged with the ``*_MS`` files under a local ``logdir`` (unchanged for remote ones)."""
-    if not logdir or "://" in logdir:
+    """``data_provider`` merged with the ``*_MS`` files under ``logdir`` (a local folder, or a URL such as
+    ``s3://bucket/prefix`` read through ``reading/fs.py``)."""
+    if not logdir:
         return data_provider, None
     ms = MsDataProvider(logdir, reload_interval=reload_interval)
     return MergedProvider(data_provider, ms), ms

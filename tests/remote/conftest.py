@@ -1,6 +1,7 @@
 """A real S3-protocol server (moto's server mode) on 127.0.0.1 for the remote-logdir tests, and a fresh bucket per
 test with the environment that both TensorBoard's S3 reader and ours take (``S3_ENDPOINT``, AWS credentials)."""
 
+import logging
 import os
 import sys
 import uuid
@@ -12,6 +13,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from tb_harness import free_port  # noqa: E402
+
+logging.getLogger("werkzeug").setLevel(logging.WARNING)   # the S3 server logs every request otherwise
 
 
 @pytest.fixture(scope="session")
