@@ -51,16 +51,18 @@ def _check_factor(spike_factor, min_history):
         raise ValueError("min_history must be an int >= 1, got %r" % (min_history,))
 
 
-def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY):
+def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY, overflow_ok=False):
     """``(nonfinite, spike, ratio)``: bool / bool / float arrays shaped like ``norms`` (rows = steps, oldest first;
     columns = layers). ``ratio`` is each norm over the median of the same layer's finite norms in the rows before
-    (NaN where fewer than ``min_history`` of them)."""
+    (NaN where fewer than ``min_history`` of them). ``overflow_ok``: non-finite norms are a loss scale's overflow
+    steps (skipped, expected), never bad."""
     _check_factor(spike_factor, min_history)
     norms = np.asarray(norms, dtype=np.float64)
     if norms.ndim != 2:
         raise ValueError("norms must be a 2-d array (steps x layers), got shape %s" % (norms.shape,))
-    nonfinite = ~np.isfinite(norms)
-    finite = np.where(nonfinite, np.nan, norms)
+    is_finite = np.isfinite(norms)
+    finite = np.where(is_finite, norms, np.nan)
+    nonfinite = np.zeros_like(is_finite) if overflow_ok else ~is_finite
     ratio = np.full(norms.shape, np.nan)
     for i in range(min_history, norms.shape[0]):
         history = finite[:i]
@@ -71,20 +73,20 @@ def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY):
             median = np.nanmedian(history[:, enough], axis=0)
             ratio[i, enough] = np.where(median > 0, norms[i, enough] / median, np.nan)
     with np.errstate(invalid="ignore"):
-        spike = ~nonfinite & (ratio > spike_factor)
+        spike = is_finite & (ratio > spike_factor)
     return nonfinite, spike, ratio
 
 
-def find_origin(norms, names, start=0, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY):
+def find_origin(norms, names, start=0, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY, overflow_ok=False):
     """The :class:`Origin` of the first anomaly in ``norms`` (steps x layers, oldest first) at row ``start`` or
     later (the rows before only serve as history), or None if no layer is bad there. ``names``: the layer names,
-    in network order (the columns)."""
+    in network order (the columns). ``overflow_ok``: see :func:`bad_layers`."""
     norms = np.asarray(norms, dtype=np.float64)
     names = [str(n) for n in names]
     if norms.ndim != 2 or norms.shape[1] != len(names):
         raise ValueError("norms must be steps x layers with one column per name (%d names), got shape %s"
                          % (len(names), norms.shape))
-    nonfinite, spike, ratio = bad_layers(norms, spike_factor, min_history)
+    nonfinite, spike, ratio = bad_layers(norms, spike_factor, min_history, overflow_ok)
     any_bad = (nonfinite | spike).any(axis=1)
     any_bad[:max(int(start), 0)] = False
     if not any_bad.any():

@@ -26,6 +26,7 @@ from ._util import logger
 from .flight_origin import MIN_HISTORY, SPIKE_FACTOR, find_origin, ring_rows
 from .layers import Snapshot, UpdateRatio, cached
 from .recorders.base import Recorder
+from .train_cell import MonitoredLossScaleCell
 
 __all__ = ["FlightRecorder", "DEFAULT_STEPS", "DEFAULT_DEBUG_STEPS", "Window", "parse_flight_steps"]
 
@@ -97,6 +98,7 @@ class FlightRecorder(Recorder):
         self._checked_until = None       # last step looked at by check()
         self._cores = (None, None)       # the last two core points seen (on_interval)
         self._collect_freq = 1
+        self._overflow_ok = False        # a loss-scale cell: non-finite gradients are its skipped overflow steps
         self._boost_until = None         # last step of the debug tier switched on by an anomaly
         self._snapshot = self._ratio = None
         self._snapshot_step = None
@@ -153,6 +155,8 @@ class FlightRecorder(Recorder):
         self._since = ring[1] if ring is not None else 0
         self._dumped_until = self._checked_until = int(step)
         self._collect_freq = int(collect_freq)
+        cell = getattr(source, "cell", source)
+        self._overflow_ok = isinstance(cell, MonitoredLossScaleCell)
         return True
 
     # -- reading ---------------------------------------------------------------------------------------------------
@@ -171,7 +175,8 @@ class FlightRecorder(Recorder):
             return None
         checked, self._checked_until = self._checked_until, int(step)
         window = self.window(step)
-        origin = find_origin(window.norms, self._names, window.since(checked + 1), self.spike_factor, MIN_HISTORY)
+        origin = find_origin(window.norms, self._names, window.since(checked + 1), self.spike_factor, MIN_HISTORY,
+                             self._overflow_ok)
         if origin is None:
             return None
         if origin.cause == "nonfinite" and origin.first > 0:
@@ -198,7 +203,8 @@ class FlightRecorder(Recorder):
 
         ``event``: the health event (``metadata.health_event``) of the detector; returns it with ``first_step`` and
         ``layers`` filled in from the per-layer evidence and the origin added to its message (unchanged without a
-        ring). The detector's ``first_step`` bounds the search from below (rows before it are history).
+        ring). The search starts at the detector's ``first_step`` or the first step of the core interval that ends at
+        ``step``, whichever is earlier (the rows before are history only).
         """
         event = dict(event)
         if not self.active:
@@ -210,9 +216,7 @@ class FlightRecorder(Recorder):
             self._dump(writer, window)
         self._start_boost(step)
         start = window.since(min(int(event.get("first_step", step)), self._interval_start(step)))
-        origin = find_origin(window.norms, self._names, start, self.spike_factor, MIN_HISTORY)
-        if origin is None and start > 0:
-            origin = find_origin(window.norms, self._names, 0, self.spike_factor, MIN_HISTORY)
+        origin = find_origin(window.norms, self._names, start, self.spike_factor, MIN_HISTORY, self._overflow_ok)
         if origin is not None:
             first = int(window.steps[origin.first])
             event["first_step"] = min(first, int(event.get("step", step)))

@@ -6,15 +6,13 @@ anomaly fires, the dumped window (``debug/flight/*``) holds the steps before S a
 layer 3 and step S, and the debug tier records every step for the next N steps; a healthy run writes no flight tag.
 """
 
-import json
 
 import numpy as np
 import pytest
 
-from cb_helpers import read_run
+from cb_helpers import read_run, run_info
 from flight_nets import dataset, layer3_name, parts, train_loop
 
-import mindspore as ms
 from mindspore.train import Callback, Model
 
 from tb_plugin_mindspore import metadata
@@ -100,13 +98,19 @@ def test_flight_recorder_option_is_validated():
         FlightRecorder(steps=0)
     with pytest.raises(ValueError, match="flight spike_factor must be a finite number > 1"):
         FlightRecorder(spike_factor=1.0)
+    with pytest.raises(ValueError, match="flight_recorder must be an int >= 1"):
+        TrainMonitor("unused", flight_recorder=-5)
+    assert TrainMonitor("unused", flight_recorder=None).settings.flight_recorder == 0
 
 
 # -- through the monitors: live health fires, the flight recorder answers -----------------------------------------
-def _train(entry, logdir, steps, bad=None, value=float("nan")):
-    """One run of the MLP with the flight recorder; returns the optimizer (for the layer names)."""
+def _train(entry, logdir, steps, bad=None, value=float("nan"), default=False):
+    """One run of the MLP with the flight recorder (K steps, debug tier N steps after; ``default``: the monitors'
+    own, 100 and 50); returns the optimizer (for the layer names)."""
     _, with_loss, opt = parts()
-    kwargs = dict(collect_freq=COLLECT, registry=None, recorders=[FlightRecorder(steps=K, debug_steps=N)])
+    kwargs = dict(collect_freq=COLLECT, registry=None)
+    if not default:
+        kwargs.update(flight_recorder=0, recorders=[FlightRecorder(steps=K, debug_steps=N)])
     if entry == "model":
         monitor = TrainMonitor(str(logdir), **kwargs)
         Model(MonitoredTrainCell(with_loss, opt)).train(1, dataset(steps, bad, value), callbacks=[monitor],
@@ -160,7 +164,9 @@ def test_huge_gradient_in_layer3_names_the_spike(mode, tmp_path):
 
 @pytest.mark.parametrize("entry", ["model", "loop"])
 def test_healthy_run_writes_no_flight_tags(mode, entry, tmp_path):
-    _train(entry, tmp_path, 30)
+    _train(entry, tmp_path, 30, default=True)
     _, tensors = read_run(tmp_path)
+    info = run_info(tensors)[1]["flight_recorder"]
+    assert info["active"] and info["steps"] == 100 and info["capacity"] == 100 + COLLECT
     assert metadata.FLIGHT_GRAD_NORM_LAYERS not in tensors and metadata.FLIGHT_NONFINITE_LAYERS not in tensors
     assert metadata.GRAD_NORM_LAYERS not in tensors and not _events(tensors)

@@ -72,6 +72,15 @@ def test_spikes_need_history_and_a_real_jump():
     assert find_origin(norms, NAMES, spike_factor=4.0).layers == ["l1.weight"]
 
 
+def test_loss_scale_overflow_steps_are_not_an_origin():
+    norms = healthy()
+    norms[6, :3] = np.inf             # an overflow step: skipped by the loss-scale cell, expected
+    norms[12, 1] *= 40                # the real problem
+    assert find_origin(norms, NAMES).first == 6
+    o = find_origin(norms, NAMES, overflow_ok=True)
+    assert (o.first, o.layers, o.cause) == (12, ["l2.weight"], "spike")
+
+
 def test_bad_input_is_refused_with_one_line():
     with pytest.raises(ValueError, match="one column per name"):
         find_origin(np.ones((4, 3)), NAMES)
