@@ -123,30 +123,19 @@ def scalar_tag_of_interval(tag):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tier classification of tags from anywhere: ours, mindformers', MindSpore SummaryCollector's, plain user tags.
-# First match wins. Documented in the README ("How tags are sorted into tiers").
-_TIER_RULES = (
-    # Our own scheme.
-    (re.compile(r"^core/"), CORE),
-    (re.compile(r"^diagnostic/"), DIAGNOSTIC),
-    (re.compile(r"^debug/"), DEBUG),
-    # mindformers' TensorBoard tags (and their "... vs samples" twins).
-    (re.compile(r"^(loss|learning-rate|grad-norm|loss-scale|throughput)( vs samples)?$"), CORE),
-    (re.compile(r"^(weight_norm|eval[-_ ]?loss|eval[-_/].*)( vs samples)?$"), DIAGNOSTIC),
-    (re.compile(r"^(local_norm|local_loss|adam_m_norm|adam_v_norm)/"), DEBUG),
-    # MindSpore SummaryCollector: loss/auto; parameter histograms are <param>/auto.
-    (re.compile(r"^loss/auto$"), CORE),
-    # Plain user tags by prefix or name.
-    (re.compile(r"^(train[/_])?(loss|lr|learning_rate|grad_norm|gradient_norm)$", re.I), CORE),
-    (re.compile(r"^(train|lr|learning_rate|optim|optimizer)/", re.I), CORE),
-    (re.compile(r"^(eval|val|valid|validation|test|metrics?|weights?)[/_]", re.I), DIAGNOSTIC),
-    (re.compile(r"^(eval|val|validation)_?(loss|acc|accuracy)$", re.I), DIAGNOSTIC),
-    (re.compile(r"^(activations?|grads?|gradients?|layers?|update_ratio|timing|data|perf)[/_]", re.I), DEBUG),
-)
+# First match wins. The patterns are in contract/vocabulary.py (the one table of tag vocabularies, also read by the
+# health rules and the dashboard's families); documented in the README ("How tags are sorted into tiers").
+_TIER_RULES = None
 
 
 def tier_of(tag):
     """The dashboard tier of a scalar tag; unknown tags go to ``OTHER`` (never dropped)."""
-    for pattern, tier in _TIER_RULES:
+    global _TIER_RULES
+    if _TIER_RULES is None:
+        from .contract import vocabulary
+
+        _TIER_RULES = vocabulary.tier_rules()
+    for pattern, tier, _source in _TIER_RULES:
         if pattern.search(tag):
             return tier
     return OTHER

@@ -1,16 +1,15 @@
 """Writer side of the data contract: builds ``Summary.Value`` protos for each kind of data we record.
 
-Numbers come in as Python floats / numpy arrays (already on the host); nothing here touches MindSpore. Formats are
-described in ``metadata.py``; histograms use TensorBoard's own histogram formats so its Histograms tab shows them.
+Numbers come in as Python floats / numpy arrays (already on the host); nothing here touches MindSpore. Our plugin's
+kinds are built by their module in ``contract/`` (next to the decoder that reads them back); this module keeps the
+writer's call signatures and TensorBoard's own formats (scalars, histograms, HParams) so its tabs show them.
 """
-
-import json
 
 import numpy as np
 from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.histogram import metadata as histogram_metadata
 
-from . import metadata
+from . import contract
 
 
 def _tensor_proto(array, dtype=types_pb2.DT_DOUBLE):
@@ -27,49 +26,22 @@ def scalar(tag, value):
 
 
 def interval(scalar_tag, minimum, mean, maximum, count, nonfinite):
-    """Statistics of every step since the previous recorded point of ``scalar_tag`` (see metadata.INTERVAL_FIELDS).
+    """Statistics of every step since the previous recorded point of ``scalar_tag`` (``contract.interval``).
 
     min / mean / max are over the finite values only; ``nonfinite`` counts NaN and Inf steps.
     """
-    values = [minimum, mean, maximum, count, nonfinite]
-    return summary_pb2.Summary.Value(
-        tag=metadata.interval_tag(scalar_tag),
-        metadata=metadata.create_summary_metadata(
-            metadata.KIND_INTERVAL, fields=list(metadata.INTERVAL_FIELDS), of=scalar_tag
-        ),
-        tensor=_tensor_proto(values),
-    )
+    return contract.interval.value(scalar_tag, contract.interval.IntervalStats(minimum, mean, maximum, count,
+                                                                               nonfinite))
 
 
 def layers(tag, layer_names, values, description=""):
-    """One value per layer at one step (update ratio, gradient norm, weight norm, ...)."""
-    values = np.asarray(values, dtype=np.float32).reshape(-1)
-    if len(layer_names) != values.size:
-        raise ValueError("%d layer names for %d values in %r" % (len(layer_names), values.size, tag))
-    return summary_pb2.Summary.Value(
-        tag=tag,
-        metadata=metadata.create_summary_metadata(
-            metadata.KIND_LAYERS, description=description, layers=list(layer_names)
-        ),
-        tensor=_tensor_proto(values, dtype=types_pb2.DT_FLOAT),
-    )
+    """One value per layer at one step (update ratio, gradient norm, weight norm, ...): ``contract.layers``."""
+    return contract.layers.value(tag, layer_names, values, description)
 
 
 def run_info(info):
-    """Run-level facts (format version, rank, configuration) as one JSON string."""
-    body = dict(info)
-    body.setdefault("content_version", metadata.CONTENT_VERSION)
-    text = json.dumps(body, sort_keys=True, default=str).encode("utf-8")
-    tensor = tensor_pb2.TensorProto(
-        dtype=types_pb2.DT_STRING,
-        tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-        string_val=[text],
-    )
-    return summary_pb2.Summary.Value(
-        tag=metadata.RUN_INFO,
-        metadata=metadata.create_summary_metadata(metadata.KIND_RUN_INFO),
-        tensor=tensor,
-    )
+    """Run-level facts (format version, rank, configuration) as one JSON string: ``contract.run_info``."""
+    return contract.run_info.value(info)
 
 
 def histogram(tag, values, bins=30):
@@ -108,63 +80,30 @@ def histogram_buckets(tag, buckets):
     return summary_pb2.Summary.Value(tag=tag, metadata=md, tensor=_tensor_proto(array))
 
 
-def _json_safe(value):
-    """NaN / Inf -> None, recursively (JSON has no place for them)."""
-    if isinstance(value, float):
-        return value if np.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def landscape(tag, landscape_dict):
-    """A loss landscape as one JSON string tensor of our plugin (kind ``landscape``).
+    """A loss landscape as one JSON string tensor of our plugin (``contract.landscape``).
 
     ``landscape_dict`` is the format of ``reading.ms_files.landscape_dict``: ``landscape`` {x, y, z},
     ``loss_path`` {intervals, x, y, z} or None, ``convergence_point`` {x, y, z} or None, ``metadata``
     {decomposition, unit, step_per_epoch}. Non-finite losses are written as null.
     """
-    text = json.dumps(_json_safe(landscape_dict), sort_keys=True).encode("utf-8")
-    tensor = tensor_pb2.TensorProto(
-        dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(), string_val=[text],
-    )
-    return summary_pb2.Summary.Value(
-        tag=tag,
-        metadata=metadata.create_summary_metadata(metadata.KIND_LANDSCAPE, encoding="json"),
-        tensor=tensor,
-    )
-
-
-_TB_DTYPES = {
-    "bool": types_pb2.DT_BOOL, "int8": types_pb2.DT_INT8, "int16": types_pb2.DT_INT16,
-    "int32": types_pb2.DT_INT32, "int64": types_pb2.DT_INT64, "uint8": types_pb2.DT_UINT8,
-    "uint16": types_pb2.DT_UINT16, "uint32": types_pb2.DT_UINT32, "uint64": types_pb2.DT_UINT64,
-    "float16": types_pb2.DT_HALF, "float32": types_pb2.DT_FLOAT, "float64": types_pb2.DT_DOUBLE,
-    "complex64": types_pb2.DT_COMPLEX64, "complex128": types_pb2.DT_COMPLEX128,
-}
+    return contract.landscape.value(tag, landscape_dict)
 
 
 def tensor(tag, array, description=""):
-    """A tensor of any numeric dtype as a tensor of our plugin (kind ``tensor``), e.g. MindSpore's TensorSummary."""
-    array = np.asarray(array)
-    dtype = _TB_DTYPES.get(array.dtype.name)
-    if dtype is None:
-        array = array.astype(np.float64)
-        dtype = types_pb2.DT_DOUBLE
-    shape = tensor_shape_pb2.TensorShapeProto(
-        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=int(n)) for n in array.shape]
-    )
-    return summary_pb2.Summary.Value(
-        tag=tag,
-        metadata=metadata.create_summary_metadata(
-            metadata.KIND_TENSOR, description=description, dtype=array.dtype.name
-        ),
-        tensor=tensor_pb2.TensorProto(
-            dtype=dtype, tensor_shape=shape, tensor_content=np.ascontiguousarray(array).tobytes()
-        ),
-    )
+    """A tensor of any numeric dtype as a tensor of our plugin (``contract.tensor``), e.g. MindSpore's
+    TensorSummary."""
+    return contract.tensor.value(tag, array, description)
+
+
+def health_event(rule, severity, step, **fields):
+    """A live health event (``contract.health_event``)."""
+    return contract.health_event.value(rule, severity, step, **fields)
+
+
+def run_end(status, step, wall_time, reason=""):
+    """The run end marker (``contract.run_end``)."""
+    return contract.run_end.value(status, step, wall_time, reason)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ A :class:`RunSeries` holds, for one run:
   recorded points, as the callbacks write under ``interval/<tag>``);
 * ``layers``: ``{tag: LayerSeries}`` (one value per layer and step: update ratio, gradient norm, weight norm);
 * ``state``: :class:`RunState` (last event time, file sizes, the time "now" the check runs at);
-* ``info``: the run information JSON our callbacks write under ``_meta/run_info`` (``{}`` if none).
+* ``info``: the run information JSON our callbacks write under ``_meta/run_info`` (``{}`` if none);
+* ``health_events``: the live health events the callbacks wrote (``_meta/health_event``, decoded by
+  ``contract.health_event``), ``run_end``: the newest run end marker (``_meta/run_end``) or ``None``.
 
 Rules never name a tag: they ask for a *quantity* (``"loss"``, ``"grad_norm"``, ...) and :meth:`RunSeries.get`
 resolves it through :data:`ALIASES`, so our own tags (``core/loss``), mindformers' (``loss``, ``grad-norm``,
@@ -22,40 +24,16 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import metadata
+from ..contract import interval as interval_contract
+from ..contract import vocabulary
 
 # ---------------------------------------------------------------------------------------------------------------
-# Quantities and the tags that carry them, first match wins (ours, then mindformers', SummaryCollector's, plain).
-ALIASES = {
-    "loss": (metadata.LOSS, "loss", "loss/auto", "train/loss", "train_loss", "Loss", "train/Loss"),
-    "grad_norm": (metadata.GRAD_NORM, "grad-norm", "grad_norm", "global_norm", "gradient_norm", "train/grad_norm",
-                  "train/gradient_norm", "optim/grad_norm"),
-    "learning_rate": (metadata.LEARNING_RATE, "learning-rate", "learning_rate", "lr", "train/lr",
-                      "train/learning_rate", "optim/lr", "lr/group0"),
-    "loss_scale": (metadata.LOSS_SCALE, "loss-scale", "loss_scale", "train/loss_scale"),
-    "overflow_steps": (metadata.OVERFLOW_STEPS, "overflow_steps", "train/overflow_steps"),
-    "eval_loss": (metadata.EVAL_LOSS, "eval_loss", "eval-loss", "eval loss", "eval/loss", "val_loss", "val/loss",
-                  "valid/loss", "validation/loss", "validation_loss", "test/loss", "test_loss"),
-    "step_time_ms": (metadata.STEP_TIME_MS, "step_time_ms", "step-time", "step_time", "perf/step_time_ms",
-                     "timing/step_time_ms", "train/step_time_ms"),
-    "throughput": (metadata.THROUGHPUT, "throughput", "samples_per_second", "perf/throughput",
-                   "train/throughput"),
-    "data_wait_ms": (metadata.DATA_WAIT_MS, "data_wait_ms", "data/wait_ms", "timing/data_wait_ms",
-                     "perf/data_wait_ms"),
-    "weight_norm": (metadata.WEIGHT_NORM_GLOBAL, "weight_norm", "weights/norm"),
-    "sharpness": (metadata.SHARPNESS,),
-    "sharpness_adam": (metadata.SHARPNESS_PRECONDITIONED,),
-    "sharpness_threshold": (metadata.SHARPNESS_THRESHOLD,),
-    "sharpness_ratio": (metadata.SHARPNESS_RATIO,),
-}
+# Quantities and the tags that carry them, first match wins (ours, then mindformers', SummaryCollector's, plain):
+# the one table of tag vocabularies (contract/vocabulary.py), which tiering and the dashboard's families read too.
+ALIASES = vocabulary.ALIASES
 
 # Per-layer quantities: our per-layer vector tags, and families of per-layer scalars (``<prefix><layer name>``).
-LAYER_ALIASES = {
-    "update_ratio": ((metadata.UPDATE_RATIO_LAYERS,), ("debug/update_ratio/", "update_ratio/")),
-    "layer_grad_norm": ((metadata.GRAD_NORM_LAYERS,), ("debug/layer_grad_norm/", "local_norm/", "grad_norm/",
-                                                        "grads/norm/")),
-    "layer_weight_norm": ((metadata.WEIGHT_NORM_LAYERS,), ("diagnostic/layer_weight_norm/", "weight_norm/",
-                                                            "weights/norm/")),
-}
+LAYER_ALIASES = vocabulary.LAYER_ALIASES
 
 _TYPE_SUFFIX = re.compile(r"\[:(Scalar|Tensor)\]$")
 
@@ -102,7 +80,7 @@ class Series:
 
 @dataclass
 class IntervalSeries:
-    """Statistics of every step since the previous recorded point (see ``metadata.INTERVAL_FIELDS``)."""
+    """Statistics of every step since the previous recorded point (``contract.interval.FIELDS``)."""
 
     tag: str           # the scalar tag they describe
     steps: np.ndarray
@@ -113,11 +91,15 @@ class IntervalSeries:
     nonfinite: np.ndarray
 
     @classmethod
+    def from_table(cls, tag, table):
+        """From a ``contract.interval.IntervalTable`` (named columns, sorted by step)."""
+        columns = {f: np.asarray(getattr(table, f), dtype=np.float64) for f in interval_contract.FIELDS}
+        return cls(tag, np.asarray(table.steps, dtype=np.int64), **columns)
+
+    @classmethod
     def from_rows(cls, tag, rows):
-        """``rows``: iterable of ``(step, min, mean, max, count, nonfinite)``."""
-        table = np.asarray(list(rows), dtype=np.float64).reshape(-1, 6)
-        steps, mn, mean, mx, count, nonfinite = _sorted_arrays(table[:, 0], *(table[:, i] for i in range(1, 6)))
-        return cls(tag, steps, mn, mean, mx, count, nonfinite)
+        """``rows``: iterable of ``(step, min, mean, max, count, nonfinite)`` (``contract.interval.ROW_FIELDS``)."""
+        return cls.from_table(tag, interval_contract.table_of_matrix(np.asarray(list(rows), dtype=np.float64)))
 
     def __len__(self):
         return int(self.steps.size)
@@ -171,6 +153,8 @@ class RunSeries:
     layers: Dict[str, LayerSeries] = field(default_factory=dict)
     state: Optional[RunState] = None
     info: dict = field(default_factory=dict)
+    health_events: List[dict] = field(default_factory=list)   # live health events (contract.health_event), by step
+    run_end: Optional[dict] = None    # the newest run end marker (contract.run_end), or None
     histogram_tags: Tuple[str, ...] = ()
     other_tags: Tuple[str, ...] = ()    # scalar tags the run has but no rule reads (not loaded)
     landscape_tags: Tuple[str, ...] = ()    # loss landscapes the run holds (no rule reads them)

@@ -21,6 +21,11 @@ import numpy as np
 from .. import metadata
 from ..reading import fs
 from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
+from ..contract import interval as interval_contract
+from ..contract import layers as layers_contract
+from ..contract import health_event as health_event_contract
+from ..contract import run_end as run_end_contract
+from ..contract import run_info as run_info_contract
 
 logger = logging.getLogger(__name__)
 
@@ -76,20 +81,6 @@ def file_stats(directory, predicate=_is_event_file):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Through the data provider
-def _run_info(datum):
-    try:
-        raw = np.asarray(datum.numpy).reshape(-1)[0]
-    except (IndexError, ValueError, TypeError):
-        return {}
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", errors="replace")
-    try:
-        info = metadata.loads_json(raw, "the run information")
-    except (TypeError, ValueError):
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
 class ProviderListing:
     """What the data provider lists for the health rules, without reading any series.
 
@@ -142,9 +133,9 @@ class ProviderListing:
 def _rule_reads(content, tag):
     kind = content.get("kind")
     if kind == metadata.KIND_INTERVAL:
-        of = content.get("of") or metadata.scalar_tag_of_interval(tag)
+        of = interval_contract.scalar_tag(tag, content)
         return bool(of) and is_needed_tag(of)
-    return kind in (metadata.KIND_LAYERS, metadata.KIND_RUN_INFO)
+    return kind == metadata.KIND_LAYERS or kind in _JSON_KINDS
 
 
 def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None, now=None, multiplexer=None):
@@ -178,19 +169,22 @@ def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, no
     scalar_data = points_module.read(data_provider, ctx, experiment_id, SCALARS_PLUGIN, scalar_tags, scalar=True,
                                      multiplexer=multiplexer)
     ours = {run: listing.ours.get(run) or {} for run in names}
-    tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") != metadata.KIND_RUN_INFO)
+    tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") not in _JSON_KINDS)
                    for run, tags in ours.items()}
     tensor_data = points_module.read(data_provider, ctx, experiment_id, metadata.PLUGIN_NAME, tensor_tags,
                                      scalar=False, multiplexer=multiplexer)
-    infos = _run_infos(data_provider, ctx, experiment_id, {
-        run: [t for t, (c, _) in tags.items() if c.get("kind") == metadata.KIND_RUN_INFO]
-        for run, tags in ours.items()})
+    records = _json_records(data_provider, ctx, experiment_id, {
+        run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
     return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
-                        infos.get(run) or {}) for run in names]
+                        _json_facts(ours[run], records.get(run) or {})) for run in names]
 
 
-def _run_infos(data_provider, ctx, experiment_id, run_tags):
-    """``{run: run information dict}`` from the newest point of each run's run-info series (a string tensor)."""
+# Our series that hold one JSON object per record, read whole and decoded by their contract module.
+_JSON_KINDS = (metadata.KIND_RUN_INFO, metadata.KIND_HEALTH_EVENT, metadata.KIND_RUN_END)
+
+
+def _json_records(data_provider, ctx, experiment_id, run_tags):
+    """``{run: {tag: [TensorDatum] by step}}`` of the JSON series ``run_tags`` (``{run: [tag]}``), in one call."""
     from tensorboard.data import provider as tb_provider
 
     run_tags = {run: tags for run, tags in run_tags.items() if tags}
@@ -200,17 +194,44 @@ def _run_infos(data_provider, ctx, experiment_id, run_tags):
         ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
         run_tag_filter=tb_provider.RunTagFilter(runs=sorted(run_tags),
                                                 tags=sorted({t for tags in run_tags.values() for t in tags})))
-    out = {}
-    for run, tags in run_tags.items():
-        for tag in tags:
-            series = (data.get(run) or {}).get(tag)
-            if series:
-                out[run] = _run_info(sorted(series, key=lambda d: d.step)[-1])
+    return {run: {tag: sorted((data.get(run) or {}).get(tag) or [], key=lambda d: d.step) for tag in tags}
+            for run, tags in run_tags.items()}
+
+
+def _decoded(decode, data):
+    out = []
+    for datum in data:
+        try:
+            out.append(decode(datum.numpy))
+        except (TypeError, ValueError):   # one unreadable record is left out (ContentError is a ValueError)
+            continue
     return out
 
 
-def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
-    """One :class:`RunSeries` from ``{tag: points.Points}`` of its scalars and of our plugin's series."""
+def _json_facts(ours, records):
+    """``(run information of the newest record, [health events by step], newest run end marker or None)``."""
+    by_kind = {}
+    for tag, data in records.items():
+        by_kind.setdefault(ours[tag][0].get("kind"), []).extend(data)
+    infos = _decoded(run_info_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_INFO, []), key=_step))
+    events, seen = [], set()
+    for ev in _decoded(health_event_contract.decode, sorted(by_kind.get(metadata.KIND_HEALTH_EVENT, []), key=_step)):
+        key = (ev["rule"], ev["first_step"], ev["step"], tuple(ev["layers"]))   # one event written twice: once
+        if key not in seen:
+            seen.add(key)
+            events.append(ev)
+    ends = _decoded(run_end_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_END, []), key=_step))
+    return (infos[-1] if infos else {}), events, (ends[-1] if ends else None)
+
+
+def _step(datum):
+    return datum.step
+
+
+def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=({}, [], None)):
+    """One :class:`RunSeries` from ``{tag: points.Points}`` of its scalars and of our plugin's series; ``facts``:
+    what :func:`_json_facts` decoded (run information, health events, run end marker)."""
+    info, events, run_end = facts
     scalars = {}
     first_wall, last_wall = None, None
     for tag, pts in scalar_points.items():
@@ -237,19 +258,17 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
         newest = float(np.max(pts.walls))
         last_wall = newest if last_wall is None else max(last_wall, newest)
         if kind == metadata.KIND_INTERVAL:
-            of = content.get("of") or metadata.scalar_tag_of_interval(tag)
-            width = len(metadata.INTERVAL_FIELDS)
-            keep = [i for i, v in enumerate(pts.values) if v.size == width]
-            if of and keep:
-                table = np.stack([pts.values[i] for i in keep])
-                rows = np.column_stack([pts.steps[keep].astype(np.float64), table])
-                intervals[of] = IntervalSeries.from_rows(of, rows)
+            of = interval_contract.scalar_tag(tag, content)
+            table = interval_contract.table(pts.steps, pts.values)
+            if of and table is not None:
+                intervals[of] = IntervalSeries.from_table(of, table)
         elif kind == metadata.KIND_LAYERS:
-            names_ = list(content.get("layers") or [])
-            keep = [i for i, v in enumerate(pts.values) if v.size == len(names_)]
-            if names_ and keep:
+            names_ = layers_contract.names(content)
+            decoded = [layers_contract.decode(content, v) for v in pts.values]
+            keep = [i for i, v in enumerate(decoded) if v is not None]
+            if keep:
                 layers[tag] = LayerSeries.from_rows(tag, names_, pts.steps[keep], pts.walls[keep],
-                                                    [pts.values[i] for i in keep])
+                                                    [decoded[i] for i in keep])
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:
@@ -257,7 +276,7 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, info):
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
         state.directory = directory
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
-                     histogram_tags=listing.histograms.get(run, ()), other_tags=other,
+                     health_events=events, run_end=run_end, histogram_tags=listing.histograms.get(run, ()), other_tags=other,
                      landscape_tags=tuple(sorted(listing.landscapes.get(run, ()))))
 
 

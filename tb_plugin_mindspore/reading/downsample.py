@@ -40,26 +40,14 @@ def keep_indices(values, max_points):
 
 
 def bucket_intervals(rows, max_rows):
-    """Merges interval rows ``[step, min, mean, max, count, nonfinite]`` into at most ``max_rows`` rows.
-
-    Each merged row has the last step of its bucket, the min of the mins, the count-weighted mean of the means,
-    the max of the maxes and the summed counts, so no extreme is lost.
+    """Merges interval rows ``[step, min, mean, max, count, nonfinite]`` into at most ``max_rows`` rows (an
+    ``(n, 6)`` array), as ``contract.interval.merge`` does on named columns: each merged row has the last step of its
+    bucket, the min of the mins, the count-weighted mean of the means, the max of the maxes and the summed counts,
+    so no extreme is lost.
     """
+    from ..contract import interval
+
     rows = np.asarray(rows, dtype=np.float64).reshape(-1, 6)
-    n = rows.shape[0]
-    if n <= max_rows:
+    if rows.shape[0] <= max_rows:
         return rows
-    size = -(-n // max_rows)
-    starts = np.arange(0, n, size)
-    stops = np.minimum(starts + size, n)
-    out = np.empty((starts.size, 6))
-    with np.errstate(invalid="ignore"):
-        out[:, 0] = rows[stops - 1, 0]
-        out[:, 1] = np.fmin.reduceat(rows[:, 1], starts)
-        out[:, 3] = np.fmax.reduceat(rows[:, 3], starts)
-        counts = np.add.reduceat(rows[:, 4], starts)
-        weighted = np.add.reduceat(np.nan_to_num(rows[:, 2] * rows[:, 4]), starts)
-        out[:, 2] = np.where(counts > 0, weighted / np.where(counts > 0, counts, 1), np.nan)
-        out[:, 4] = counts
-        out[:, 5] = np.add.reduceat(rows[:, 5], starts)
-    return out
+    return interval.rows_matrix(interval.merge(interval.table_of_matrix(rows), max_rows))

@@ -22,11 +22,12 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
+from ..contract import vocabulary
 from . import encode, series_cache
 
 SCALARS_PLUGIN = "scalars"
 _READ_ALL = 10 ** 9
-FAMILY_PREFIXES = ("local_norm/", "adam_m_norm/", "adam_v_norm/")
+FAMILY_PREFIXES = vocabulary.FAMILY_PREFIXES   # mindformers' per-parameter families (contract/vocabulary.py)
 FAMILY_SUFFIX = "*"
 DEFAULT_MAX_STEPS = 5000
 MAX_STEPS_LIMIT = 20000

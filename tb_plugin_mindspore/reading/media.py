@@ -23,7 +23,8 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import encode
+from ..contract import content
+from . import encode, ms_provider
 
 DEFAULT_MAX_VALUES = 256
 MAX_VALUES_LIMIT = 10000
@@ -112,7 +113,7 @@ class MediaReader:
 
     def __init__(self, data_provider, ms_logdir=None):
         self._provider = data_provider
-        self._ms = ms_logdir
+        self._ms = ms_logdir if ms_logdir is not None else ms_provider.ms_logdir_of(data_provider)   # second door
         self._lock = threading.Lock()
         self._counts = OrderedDict()     # (run, tag, max_step, max_wall_time) -> number of distinct steps
 
@@ -136,16 +137,8 @@ class MediaReader:
         source = getattr(self._provider, "primary", self._provider)
         rtf = tb_provider.RunTagFilter(runs=[run]) if run is not None else None
         listing = source.list_tensors(ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=rtf)
-        out = {}
-        for name, tags in listing.items():
-            for tag, series in tags.items():
-                try:
-                    content = metadata.parse_content(series.plugin_content)
-                except metadata.ContentError:
-                    continue
-                if content.get("kind") == metadata.KIND_TENSOR:
-                    out.setdefault(name, {})[tag] = series
-        return out
+        return {name: {tag: series for tag, (_, series) in tags.items()}
+                for name, tags in content.of_kind(listing, metadata.KIND_TENSOR).items()}
 
     def _read_event_tensor(self, ctx, eid, run, tag):
         source = getattr(self._provider, "primary", self._provider)

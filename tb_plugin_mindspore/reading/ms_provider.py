@@ -7,6 +7,11 @@ speaks the same interface, every route, the dashboard, the heatmaps and the heal
 like event-file runs, through :class:`MergedProvider`.
 
 The ``MsLogdir`` reloads in a background thread (bounded work per round), so no request thread waits for parsing.
+
+The one second door: what TensorBoard's provider interface has no call for (MindSpore's lineage, ``*_MS`` images
+and tensors, which file superseded which steps, histograms' NaN / Inf counts) is read from the ``MsLogdir`` behind
+the provider, :func:`ms_logdir_of` (``reading/run_info.py``, ``reading/media.py``, ``MergedProvider.histogram_stats``);
+everything else goes through the provider interface.
 """
 
 import logging
@@ -284,6 +289,12 @@ class MergedProvider(provider.DataProvider):
 
     def read_blob(self, ctx=None, *, blob_key):
         return self.primary.read_blob(ctx, blob_key=blob_key)
+
+
+def ms_logdir_of(data_provider):
+    """The ``MsLogdir`` behind a provider made by :func:`with_ms_files` (the second door), or ``None``."""
+    extra = getattr(data_provider, "extra", None)
+    return getattr(extra, "ms", None) if isinstance(extra, MsDataProvider) else None
 
 
 def with_ms_files(data_provider, logdir, reload_interval=5.0):

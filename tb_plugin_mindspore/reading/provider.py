@@ -12,7 +12,8 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import batch, downsample, encode, histograms, layers, series_cache
+from ..contract import interval as interval_contract
+from . import downsample, encode, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +72,8 @@ class DataView:
             raise errors.NotFoundError("no run named %r" % run)
         result = {}
         for name in sorted(set(scalars) | set(ours) | set(hists)):
-            intervals = {
-                c.get("of") for c in ours.get(name, {}).values() if c.get("kind") == metadata.KIND_INTERVAL
-            }
+            intervals = {interval_contract.scalar_tag(t, c) for t, c in ours.get(name, {}).items()
+                         if c.get("kind") == metadata.KIND_INTERVAL}
             tiers = {tier: [] for tier in metadata.TIERS}
             scalar_tags = sorted(scalars.get(name, {}))
             for tag in scalar_tags:
@@ -124,16 +124,19 @@ class DataView:
         if points is None:   # gone since the listing
             raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
         points = sorted(points, key=lambda d: (d.step, d.wall_time))
-        table = np.array([(d.step, d.wall_time, d.value) for d in points], dtype=np.float64).reshape(-1, 3)
-        keep = downsample.keep_indices(table[:, 2], max_points)
+        steps = np.array([d.step for d in points], dtype=np.int64)
+        walls = np.array([d.wall_time for d in points], dtype=np.float64)
+        values = np.array([d.value for d in points], dtype=np.float64)
+        keep = downsample.keep_indices(values, max_points)
         return {
             "run": run,
             "tag": tag,
             "tier": metadata.tier_of(tag),
             "display_name": metadata.display_name(tag),
-            "total_points": int(table.shape[0]),
-            "downsampled": bool(keep.size < table.shape[0]),
-            "points": [[int(s), encode.json_float(w), encode.json_float(v)] for s, w, v in table[keep]],
+            "total_points": int(steps.size),
+            "downsampled": bool(keep.size < steps.size),
+            "points": [[int(s), encode.json_float(w), encode.json_float(v)]
+                       for s, w, v in zip(steps[keep].tolist(), walls[keep].tolist(), values[keep].tolist())],
             "interval": self._interval(ctx, eid, run, tag, max_points),
         }
 
@@ -143,8 +146,7 @@ class DataView:
         data = self._provider.read_tensors(
             ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL, run_tag_filter=rtf
         )
-        rows = batch.interval_rows(data.get(run, {}).get(itag))
-        if rows is None:
+        table = interval_contract.table_of_data(data.get(run, {}).get(itag))
+        if table is None:
             return None
-        merged = downsample.bucket_intervals(rows, max_points)
-        return [[int(r[0])] + [encode.json_float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
+        return interval_contract.json_rows(interval_contract.merge(table, max_points))

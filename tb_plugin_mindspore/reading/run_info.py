@@ -24,6 +24,9 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
+from ..contract import content
+from ..contract import run_info as run_info_contract
+from . import ms_provider
 
 logger = logging.getLogger(__name__)
 
@@ -56,14 +59,6 @@ def plain(value, depth=0):
     return str(value)
 
 
-def _json_text(array):
-    a = np.asarray(array)
-    value = a.reshape(-1)[0] if a.size else b""
-    if isinstance(value, (bytes, bytearray, np.bytes_)):
-        return bytes(value).decode("utf-8", "replace")
-    return str(value)
-
-
 def _value_of(v):
     """A ``google.protobuf.Value`` of a session start info as a Python value."""
     kind = v.WhichOneof("kind")
@@ -89,7 +84,7 @@ class RunInfoReader:
         # Run information and HParams summaries live in event files only: ask TensorBoard's own provider (the merged
         # provider's primary) so the *_MS files' landscapes are not listed for nothing.
         self._events = getattr(data_provider, "primary", data_provider)
-        self._ms = ms_logdir
+        self._ms = ms_logdir if ms_logdir is not None else ms_provider.ms_logdir_of(data_provider)   # second door
         self._problems = []
 
     # -- sources -------------------------------------------------------------------------------------------------
@@ -98,15 +93,7 @@ class RunInfoReader:
         rtf = tb_provider.RunTagFilter(runs=runs) if runs else None
         listing = self._events.list_tensors(ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME,
                                             run_tag_filter=rtf)
-        wanted = {}
-        for run, tags in listing.items():
-            for tag, series in tags.items():
-                try:
-                    content = metadata.parse_content(series.plugin_content)
-                except metadata.ContentError:
-                    continue
-                if content.get("kind") == metadata.KIND_RUN_INFO:
-                    wanted.setdefault(run, set()).add(tag)
+        wanted = {run: set(tags) for run, tags in content.of_kind(listing, metadata.KIND_RUN_INFO).items()}
         if not wanted:
             if runs is None:
                 self._problems = []
@@ -119,18 +106,17 @@ class RunInfoReader:
         problems = []
         for run, tags in wanted.items():
             points = [d for tag in sorted(tags) for d in ((data.get(run) or {}).get(tag) or [])]
-            info = {}
+            records = []
             for datum in sorted(points, key=lambda d: (d.step, d.wall_time)):
                 try:
-                    body = metadata.loads_json(_json_text(datum.numpy), "the run information")
+                    records.append(run_info_contract.decode(datum.numpy))
                 except Exception as e:  # one damaged record is left out and reported; the others still count
                     reason = "run information at step %d left out: %s" % (datum.step, str(e)[:300])
                     logger.warning("mindspore plugin: run %s: %s", run, reason)
                     problems.append({"run": run, "file": None, "offset": None, "tag": metadata.RUN_INFO,
                                      "step": int(datum.step), "reason": reason})
                     continue
-                if isinstance(body, dict):
-                    info.update(body)    # a later record adds to and overrides an earlier one
+            info = run_info_contract.merge(records)    # a later record adds to and overrides an earlier one
             if info:
                 out[run] = info
         if runs is None:

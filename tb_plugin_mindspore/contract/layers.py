@@ -1,0 +1,42 @@
+"""Per-layer vectors: one float32 value per layer at one step (update ratio, gradient norm, weight norm, flight
+recorder dumps); the layer names are in the plugin content (``"layers": [...]``)."""
+
+import numpy as np
+
+from .. import metadata
+
+
+def value(tag, layer_names, values, description=""):
+    """``Summary.Value`` of one step's vector; raises ValueError when names and values differ in length."""
+    from tensorboard.compat.proto import summary_pb2
+
+    from . import _tensors
+
+    values = np.asarray(values, dtype=np.float32).reshape(-1)
+    if len(layer_names) != values.size:
+        raise ValueError("%d layer names for %d values in %r" % (len(layer_names), values.size, tag))
+    return summary_pb2.Summary.Value(
+        tag=tag,
+        metadata=metadata.create_summary_metadata(metadata.KIND_LAYERS, description=description,
+                                                  layers=[str(n) for n in layer_names]),
+        tensor=_tensors.numeric(values, dtype="float32"),
+    )
+
+
+def names(content):
+    """The layer names of a parsed plugin content of kind ``layers`` (``[]`` when it has none or is another kind)."""
+    if not isinstance(content, dict) or content.get("kind") != metadata.KIND_LAYERS:
+        return []
+    found = content.get("layers")
+    return [str(n) for n in found] if isinstance(found, list) else []
+
+
+def decode(content, array):
+    """One step's values (float64, one per layer name) or ``None`` when their count is not the names' count."""
+    from . import _tensors
+
+    values = _tensors.floats(array)
+    layer_names = names(content)
+    if values is None or not layer_names or values.size != len(layer_names):
+        return None
+    return values

@@ -1,0 +1,111 @@
+"""The one table of tag vocabularies: our tags, mindformers', MindSpore SummaryCollector's and common plain names.
+
+Three readers use it, so a tag learnt once is known everywhere:
+
+* tiering (``metadata.tier_of``): :func:`tier_rules`, first match wins (README "How tags are sorted into tiers");
+* the health rules' quantities (``health/series.py``): :data:`ALIASES` (quantity -> tags, tried in order: ours,
+  then mindformers', SummaryCollector's, plain names) and :data:`LAYER_ALIASES` (per-layer quantity -> our vector
+  tags and the prefixes of per-layer scalar families);
+* the dashboard's per-parameter families drawn as heatmaps (``reading/layers.py``): :data:`FAMILY_PREFIXES`.
+
+Sources: mindformers' TensorBoard tags (``loss``, ``learning-rate``, ``grad-norm``, ``loss-scale``, ``throughput``
+and their "vs samples" twins; ``local_norm/<param>``, ``adam_m_norm/<param>``, ``adam_v_norm/<param>``), MindSpore's
+``SummaryCollector`` (``loss/auto``; parameter histograms ``<param>/auto``). Imports only the standard library.
+"""
+
+import re
+
+from .. import metadata as md
+
+OURS = "ours"
+MINDFORMERS = "mindformers"
+SUMMARY_COLLECTOR = "summary_collector"
+PLAIN = "plain"
+SOURCES = (OURS, MINDFORMERS, SUMMARY_COLLECTOR, PLAIN)
+
+# Quantity -> the tags that carry it, per source. The health rules try them in SOURCES order.
+QUANTITIES = {
+    "loss": {OURS: (md.LOSS,), MINDFORMERS: ("loss",), SUMMARY_COLLECTOR: ("loss/auto",),
+             PLAIN: ("train/loss", "train_loss", "Loss", "train/Loss")},
+    "grad_norm": {OURS: (md.GRAD_NORM,), MINDFORMERS: ("grad-norm",),
+                  PLAIN: ("grad_norm", "global_norm", "gradient_norm", "train/grad_norm", "train/gradient_norm",
+                          "optim/grad_norm")},
+    "learning_rate": {OURS: (md.LEARNING_RATE,), MINDFORMERS: ("learning-rate",),
+                      PLAIN: ("learning_rate", "lr", "train/lr", "train/learning_rate", "optim/lr", "lr/group0")},
+    "loss_scale": {OURS: (md.LOSS_SCALE,), MINDFORMERS: ("loss-scale",), PLAIN: ("loss_scale", "train/loss_scale")},
+    "overflow_steps": {OURS: (md.OVERFLOW_STEPS,), PLAIN: ("overflow_steps", "train/overflow_steps")},
+    "eval_loss": {OURS: (md.EVAL_LOSS,),
+                  PLAIN: ("eval_loss", "eval-loss", "eval loss", "eval/loss", "val_loss", "val/loss", "valid/loss",
+                          "validation/loss", "validation_loss", "test/loss", "test_loss")},
+    "step_time_ms": {OURS: (md.STEP_TIME_MS,),
+                     PLAIN: ("step_time_ms", "step-time", "step_time", "perf/step_time_ms", "timing/step_time_ms",
+                             "train/step_time_ms")},
+    "throughput": {OURS: (md.THROUGHPUT,), MINDFORMERS: ("throughput",),
+                   PLAIN: ("samples_per_second", "perf/throughput", "train/throughput")},
+    "data_wait_ms": {OURS: (md.DATA_WAIT_MS,),
+                     PLAIN: ("data_wait_ms", "data/wait_ms", "timing/data_wait_ms", "perf/data_wait_ms")},
+    "weight_norm": {OURS: (md.WEIGHT_NORM_GLOBAL,), MINDFORMERS: ("weight_norm",), PLAIN: ("weights/norm",)},
+    "sharpness": {OURS: (md.SHARPNESS,)},
+    "sharpness_adam": {OURS: (md.SHARPNESS_PRECONDITIONED,)},
+    "sharpness_threshold": {OURS: (md.SHARPNESS_THRESHOLD,)},
+    "sharpness_ratio": {OURS: (md.SHARPNESS_RATIO,)},
+}
+
+# Per-layer quantity -> our per-layer vector tags, and per source the prefixes of families of per-layer scalars
+# (``<prefix><layer name>``).
+LAYER_QUANTITIES = {
+    "update_ratio": ((md.UPDATE_RATIO_LAYERS,), {OURS: ("debug/update_ratio/",), PLAIN: ("update_ratio/",)}),
+    "layer_grad_norm": ((md.GRAD_NORM_LAYERS,), {OURS: ("debug/layer_grad_norm/",), MINDFORMERS: ("local_norm/",),
+                                                 PLAIN: ("grad_norm/", "grads/norm/")}),
+    "layer_weight_norm": ((md.WEIGHT_NORM_LAYERS,), {OURS: ("diagnostic/layer_weight_norm/",),
+                                                     PLAIN: ("weight_norm/", "weights/norm/")}),
+}
+
+# mindformers' per-parameter families (one scalar tag per parameter), drawn by the dashboard as heatmaps.
+FAMILY_PREFIXES = ("local_norm/", "adam_m_norm/", "adam_v_norm/")
+# mindformers' other per-parameter scalars (debug tier, not drawn as a family).
+_MINDFORMERS_DEBUG_PREFIXES = ("local_loss/",)
+
+
+def aliases(quantity):
+    """The tags of ``quantity`` in the order the health rules try them."""
+    by_source = QUANTITIES[quantity]
+    return tuple(t for source in SOURCES for t in by_source.get(source, ()))
+
+
+def layer_prefixes(quantity):
+    """The per-layer family prefixes of a per-layer ``quantity``, in SOURCES order."""
+    by_source = LAYER_QUANTITIES[quantity][1]
+    return tuple(p for source in SOURCES for p in by_source.get(source, ()))
+
+
+ALIASES = {q: aliases(q) for q in QUANTITIES}
+LAYER_ALIASES = {q: (vectors, layer_prefixes(q)) for q, (vectors, _) in LAYER_QUANTITIES.items()}
+
+
+def _names(prefixes):
+    return "|".join(re.escape(p.rstrip("/")) for p in prefixes)
+
+
+def tier_rules():
+    """``((compiled pattern, tier, source), ...)``: the tier of a tag from anywhere; first match wins."""
+    mf_core = ("loss", "learning-rate", "grad-norm", "loss-scale", "throughput")
+    rules = (
+        # Our own scheme.
+        (r"^core/", md.CORE, OURS, 0),
+        (r"^diagnostic/", md.DIAGNOSTIC, OURS, 0),
+        (r"^debug/", md.DEBUG, OURS, 0),
+        # mindformers' TensorBoard tags (and their "... vs samples" twins).
+        (r"^(%s)( vs samples)?$" % "|".join(re.escape(t) for t in mf_core), md.CORE, MINDFORMERS, 0),
+        (r"^(weight_norm|eval[-_ ]?loss|eval[-_/].*)( vs samples)?$", md.DIAGNOSTIC, MINDFORMERS, 0),
+        (r"^(%s)/" % _names(FAMILY_PREFIXES + _MINDFORMERS_DEBUG_PREFIXES), md.DEBUG, MINDFORMERS, 0),
+        # MindSpore SummaryCollector: loss/auto; parameter histograms are <param>/auto.
+        (r"^loss/auto$", md.CORE, SUMMARY_COLLECTOR, 0),
+        # Plain user tags by prefix or name.
+        (r"^(train[/_])?(loss|lr|learning_rate|grad_norm|gradient_norm)$", md.CORE, PLAIN, re.I),
+        (r"^(train|lr|learning_rate|optim|optimizer)/", md.CORE, PLAIN, re.I),
+        (r"^(eval|val|valid|validation|test|metrics?|weights?)[/_]", md.DIAGNOSTIC, PLAIN, re.I),
+        (r"^(eval|val|validation)_?(loss|acc|accuracy)$", md.DIAGNOSTIC, PLAIN, re.I),
+        (r"^(activations?|grads?|gradients?|layers?|update_ratio|timing|data|perf)[/_]", md.DEBUG, PLAIN, re.I),
+    )
+    return tuple((re.compile(pattern, flags), tier, source) for pattern, tier, source, flags in rules)
