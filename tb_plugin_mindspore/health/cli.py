@@ -61,6 +61,18 @@ def parse_overrides(settings, disabled=()):
     return config
 
 
+def config_from_settings(settings, disabled=()):
+    """The validated engine configuration of ``RULE.PARAM=VALUE`` settings (``check --set``, TensorBoard's
+    ``--mindspore_health_set``), or ``None`` when there are none; raises ValueError with a one-line reason."""
+    from . import engine
+
+    if not settings and not disabled:
+        return None
+    config = parse_overrides(settings, disabled)
+    engine.validate_config(config)
+    return config
+
+
 def run_check(args):
     from . import engine
 
@@ -70,8 +82,7 @@ def run_check(args):
     if not args.logdir:
         return _error("missing LOGDIR (the folder holding the run folders)")
     try:
-        config = parse_overrides(args.set, args.disable)
-        engine.validate_config(config)
+        config = config_from_settings(args.set, args.disable)
     except ValueError as e:
         return _error(str(e))
     from ..reading import fs
@@ -92,7 +103,7 @@ def run_check(args):
     if not fs.isdir(path):
         return _error("not a folder: %s" % path)
 
-    from . import sources
+    from . import logdir_check
 
     from ..reading import safe_view
 
@@ -100,11 +111,10 @@ def run_check(args):
     for p in problems:  # files left out or read only in part: on stderr, so the JSON on stdout stays as it is
         where = "" if p["offset"] is None else " at byte %d" % p["offset"]
         print("%s check: warning: %s%s: %s" % (PROG, p["file"], where, p["reason"]), file=sys.stderr)
-    runs = sources.runs_from_logdir(path, problems=problems)
-    if not runs:
+    result = logdir_check.report(path, config, problems=problems)   # runs as the tab names them, on every core
+    if not result["runs"]:
         return _error("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
                       "data)" % path)
-    result = engine.report(runs, config)
     out = {"json": format_json, "md": format_markdown}.get(args.format, format_text)(result)
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     sys.stdout.flush()

@@ -4,9 +4,10 @@
   with both loaders). Reads every stored point of plugin ``scalars`` and of our plugin ``mindspore`` (interval
   statistics, per-layer vectors, run info). With ``logdir`` (the server's own ``--logdir``, never a path from a
   request) it also looks at the run folders' event files for size and modification time.
-* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it with TensorBoard's own loader
-  (``plugin_event_multiplexer`` + ``MultiplexerDataProvider``, every point kept), then the same code as above;
-  MindSpore ``*_MS`` summary files in it are read with our native reader.
+* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does: TensorBoard's
+  own loader (``plugin_event_multiplexer`` + ``MultiplexerDataProvider``, every point kept) merged with our
+  ``*_MS`` reader through the plugin's ``MergedProvider``, so runs have the tab's names; then the same code as
+  above.
 * :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
   histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
 """
@@ -20,12 +21,12 @@ import numpy as np
 
 from .. import metadata
 from ..reading import fs
-from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
 from ..contract import interval as interval_contract
 from ..contract import layers as layers_contract
 from ..contract import health_event as health_event_contract
 from ..contract import run_end as run_end_contract
 from ..contract import run_info as run_info_contract
+from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,11 @@ def _is_ms_file(name):
     from ..reading.ms_logdir import file_kind
 
     return file_kind(name) is not None
+
+
+def _is_data_file(name):
+    """An event file or a MindSpore summary / lineage file (what a run merged as the tab does is read from)."""
+    return _is_event_file(name) or _is_ms_file(name)
 
 
 def run_dir(logdir, run):
@@ -272,7 +278,7 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:
-        total, newest, count = file_stats(directory)
+        total, newest, count = file_stats(directory, _is_data_file)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
         state.directory = directory
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
@@ -308,27 +314,61 @@ def load_provider(logdir):
     return data_provider.MultiplexerDataProvider(mux, logdir)
 
 
+def logdir_provider(events_root, ms_root=None):
+    """The data provider the tab would have over a local logdir: TensorBoard's loader over ``events_root`` (every
+    point kept) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the ``*_MS`` files under
+    ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no ``ms_root`` or no
+    ``*_MS`` files in it)."""
+    from ..reading import ms_provider
+
+    events = load_provider(events_root)
+    if not ms_root or not _has_ms_files(ms_root):
+        return events, None
+    ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
+    for _ in range(100000):
+        if not ms.ms.reload().pending:
+            break
+    return ms_provider.MergedProvider(events, ms), ms
+
+
+def runs_from_view(events_root, ms_root, logdir, now=None):
+    """``[RunSeries]`` of every run the tab lists for this logdir (its own ``runs`` route, with the same names:
+    event files under ``events_root``, ``*_MS`` files under ``ms_root`` or none), plus the ``*_MS`` runs that hold
+    only lineage (the tab's Run info lists those), sorted by name. ``logdir``: where the run folders really are
+    (file sizes and modification times)."""
+    from tensorboard import context as tb_context
+
+    from ..reading import provider as data_view
+
+    ctx = tb_context.RequestContext()
+    provider, ms = logdir_provider(events_root, ms_root)
+    listing = ProviderListing(provider, ctx, "")
+    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=logdir, now=now)
+    taken = {r.run for r in runs}
+    if ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
+        runs += [r for r in runs_from_ms_logdir(ms.ms, now=now) if r.run not in taken]
+        taken = {r.run for r in runs}
+    state_now = time.time() if now is None else float(now)
+    for name in data_view.DataView(provider).runs(ctx, ""):   # event-file runs of histograms or landscapes only
+        if name not in taken:
+            runs.append(RunSeries(run=name, state=RunState(now=state_now),
+                                  histogram_tags=listing.histograms.get(name, ()),
+                                  landscape_tags=tuple(sorted(listing.landscapes.get(name, ())))))
+    return sorted(runs, key=lambda r: r.run)
+
+
 def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
-    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files).
+    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files), named
+    and merged as the tab does (:func:`runs_from_view`).
 
     Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
     as ``reading.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
     """
-    from tensorboard import context as tb_context
-
     from ..reading import safe_view
 
     logdir = fs.normalize(logdir)   # a local folder or a URL (reading/fs.py)
     with safe_view.safe_view(logdir, problems) as view:
-        provider = load_provider(view)
-    runs = runs_from_provider(provider, tb_context.RequestContext(), "", logdir=logdir, now=now)
-    if include_ms:
-        taken = {r.run for r in runs}
-        for r in runs_from_ms_logdir(logdir, now=now):
-            if r.run in taken:
-                r.run = r.run + " (_MS)"
-            runs.append(r)
-    return sorted(runs, key=lambda r: r.run)
+        return runs_from_view(view, logdir if include_ms else None, logdir, now=now)
 
 
 def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
