@@ -24,8 +24,26 @@ logger = logging.getLogger(__name__)
 SAMPLE_LIMITS = {metadata.PLUGIN_NAME: 20_000, "scalars": 10_000}
 
 
+HEALTH_SET_FLAG = "mindspore_health_set"
+
+
 class MindSporeLoader(base_plugin.TBLoader):
+    def define_flags(self, parser):
+        parser.add_argument(
+            "--" + HEALTH_SET_FLAG, action="append", default=[], metavar="RULE.PARAM=VALUE",
+            help="MindSpore tab: override a health rule's threshold, as `tb-mindspore check --set` does (repeatable), "
+                 "e.g. --%s layer_not_learning.low=1e-5; the Health panel and the heatmap marks both use it."
+                 % HEALTH_SET_FLAG)
+
     def fix_flags(self, flags):
+        settings = getattr(flags, HEALTH_SET_FLAG, None)
+        if settings:   # a bad setting stops TensorBoard with one line, before it serves anything
+            from .health import cli as health_cli
+
+            try:
+                health_cli.config_from_settings(settings)
+            except ValueError as e:
+                raise base_plugin.FlagsError("--%s: %s" % (HEALTH_SET_FLAG, e))
         samples = getattr(flags, "samples_per_plugin", None)
         if not isinstance(samples, dict):
             samples = {}

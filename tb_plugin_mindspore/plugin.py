@@ -17,6 +17,7 @@ from werkzeug import wrappers
 
 from . import metadata
 from .health import cache as health_cache
+from .health import cli as health_cli
 from .reading import batch, downsample, encode, histograms, layers, logdir_status, ms_provider, page_contract, provider
 from .reading import series_cache
 
@@ -105,8 +106,10 @@ class MindSporePlugin(base_plugin.TBPlugin):
         # The status route's warnings walk every reader; under load one collection serves every caller for a second.
         self._warnings = series_cache.TtlMemo()
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
-        # The same configuration gives the page its thresholds (the contract route).
-        self._health_config = None
+        # The same configuration gives the page its thresholds (the contract route): TensorBoard's
+        # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
+        self._health_config = health_cli.config_from_settings(
+            getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
         self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
                                                 config=self._health_config,
                                                 multiplexer=getattr(context, "multiplexer", None))
