@@ -64,8 +64,11 @@ def _action_sentence(f):
 
 
 def first_cause(findings):
-    """The ``nonfinite`` error with the earliest first step, or ``None``."""
-    causes = [f for f in findings if f.rule == "nonfinite" and f.level == ERROR]
+    """The ``nonfinite`` error of training (not of the eval loss alone) with the earliest first step, or ``None``."""
+    from .series import ALIASES
+
+    evals = set(ALIASES["eval_loss"])
+    causes = [f for f in findings if f.rule == "nonfinite" and f.level == ERROR and f.tag not in evals]
     return min(causes, key=lambda f: f.steps[0]) if causes else None
 
 

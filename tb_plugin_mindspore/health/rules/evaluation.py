@@ -80,36 +80,44 @@ def train_at(run, steps, k=3):
 
 @rule("train_eval_gap", WARN,
       "Ioffe and Szegedy 2015 (BatchNorm normalizes with batch statistics in training and moving averages in "
-      "inference) and Ioffe 2017, 'Batch Renormalization' (the two disagree with small or non-i.i.d. batches); a "
-      "generalization gap grows slowly from a best evaluation near the train loss (Prechelt 1998 counts 5%), so "
-      "an eval loss 10x the train loss even at its best evaluation, and above half the loss the run started from, "
-      "is a train/eval mode difference, not overfitting (the factors are our heuristics)",
-      "Eval loss far above the train loss at the same step from the best evaluation on: the model behaves "
-      "differently in eval mode (BatchNorm moving statistics, dropout, a different eval pipeline or loss).",
-      factor=10.0, start_frac=0.5, min_points=1)
+      "inference) and Ioffe 2017, 'Batch Renormalization' (the two disagree with small or non-i.i.d. batches). A "
+      "generalization gap opens from a best evaluation close to the train loss (Prechelt 1998 measures it from "
+      "there); an eval loss that is never below the loss the untrained model started from, while the train loss "
+      "fell by half, and is 10x the train loss at the same step over most evaluations (NaN/Inf counted), is a "
+      "train/eval mode difference, not overfitting (the factors are our heuristics)",
+      "Eval loss far above the train loss at the same step, never better than the untrained model, while training "
+      "learns: the model behaves differently in eval mode (BatchNorm moving statistics, dropout, a different eval "
+      "pipeline or loss).",
+      factor=10.0, start_frac=1.0, train_fall=0.5, min_points=1)
 def train_eval_gap(run, cfg):
-    pts = finite(run.get("eval_loss"), cfg["min_points"])
+    series = run.get("eval_loss")
     train = finite(run.get("loss"), 2)
-    if pts is None or train is None:
+    if series is None or not len(series) or train is None:
         return []
-    steps = pts.series.steps[pts.idx]
-    at = train_at(run, steps)
-    start = float(np.median(train.x[:min(3, train.size)]))
+    at = train_at(run, series.steps)
     ok = np.isfinite(at) & (at > 0)
-    if not ok.any() or start <= 0:
+    if np.count_nonzero(ok) < cfg["min_points"]:
         return []
-    ratio = np.where(ok, pts.x / np.where(ok, at, 1.0), np.nan)
-    best = int(np.argmin(np.where(ok, pts.x, np.inf)))
-    if not (ratio[best] >= cfg["factor"] and pts.x[best] >= cfg["start_frac"] * start):
+    steps, ev, at = series.steps[ok], series.values[ok], at[ok]
+    ev = np.where(np.isnan(ev), np.inf, ev)              # NaN / Inf in eval mode: an unbounded gap
+    start = float(np.median(train.x[:min(3, train.size)]))
+    if start <= 0 or float(train.x[-1]) > cfg["train_fall"] * start:
+        return []                                        # training did not learn: other rules speak
+    best = float(np.min(ev))
+    ratio = ev / at
+    if best < cfg["start_frac"] * start or not float(np.median(ratio)) >= cfg["factor"]:
         return []
-    gap = np.nonzero(ok & (ratio >= cfg["factor"]))[0]
-    span = (int(steps[gap[0]]), int(steps[gap[-1]]))
+    gap = np.nonzero(ratio >= cfg["factor"])[0]
+    k = int(np.argmax(np.isfinite(ev) & (ev == best)))
+    span = (int(steps[0]), int(steps[gap[-1]]))      # no evaluation was ever better than the untrained model
+    nonfinite = int(np.count_nonzero(~np.isfinite(ev)))
     return [Finding("train_eval_gap", WARN,
-                    "Eval loss is %s times the train loss at the same step (%s against %s at step %d; %d of %d "
-                    "evaluations at least %sx, even the best one), and above the loss the run started from (%s): "
-                    "the model behaves differently in eval mode. Usual causes: BatchNorm moving statistics that do "
-                    "not match the training batches (momentum too close to 1 for the number of steps, small or "
-                    "non-shuffled batches), dropout, or an eval dataset / loss prepared differently from the "
-                    "training one." % (fmt(float(ratio[best])), fmt(float(pts.x[best])), fmt(float(at[best])),
-                                       int(steps[best]), gap.size, pts.size, fmt(float(cfg["factor"])),
-                                       fmt(start)), pts.tag, span)]
+                    "Eval loss is far above the train loss at the same step: %d of %d evaluations at least %sx%s; "
+                    "even the best, %s at step %d, is above the loss the run started from (%s) while the train loss "
+                    "fell to %s. The model behaves differently in eval mode. Usual causes: BatchNorm moving "
+                    "statistics that do not match the training batches (momentum too close to 1 for the number of "
+                    "steps, small or non-shuffled batches), dropout, or an eval dataset / loss prepared differently "
+                    "from the training one." % (
+                        gap.size, ev.size, fmt(float(cfg["factor"])),
+                        (" (%d of them NaN/Inf)" % nonfinite) if nonfinite else "", fmt(best), int(steps[k]),
+                        fmt(start), fmt(float(train.x[-1]))), series.tag, span)]

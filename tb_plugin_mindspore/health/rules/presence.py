@@ -47,6 +47,9 @@ def nonfinite_ranges(run, series):
 _NAMES = {"loss": "Loss", "grad_norm": "Gradient norm", "eval_loss": "Eval loss"}
 _ADVICE = ("Lower the learning rate, add gradient clipping (MonitoredTrainCell(clip_grad_norm=...)), check the input "
            "data for NaN/Inf at that step, or use loss scaling for float16.")
+_EVAL_ONLY = ("The train loss and gradient norm stayed finite, so training did not diverge: the model breaks in eval "
+              "mode (BatchNorm moving statistics far from the training batches, dropout, or an eval dataset / loss "
+              "prepared differently); see train_eval_gap.")
 _OVERFLOW = ("A loss-scale cell is in use and the loss stayed finite: these are overflow steps that dynamic loss "
              "scaling skipped, which is expected now and then.")
 
@@ -80,6 +83,8 @@ def nonfinite(run, cfg):
         level, advice = ERROR, _ADVICE
         if quantity == "grad_norm" and overflow_only:
             level, advice = INFO, _OVERFLOW
+        if quantity == "eval_loss" and not findings:
+            advice = _EVAL_ONLY       # training stayed finite: the model breaks in eval mode, not in training
         if _stays_nonfinite(series, lo):
             what = "%s became %s %s and stayed non-finite to the end of the run (step %d)" % (
                 _NAMES[quantity], _kind(series.values), where, int(series.steps[-1]))

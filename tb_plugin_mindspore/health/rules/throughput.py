@@ -9,11 +9,11 @@ from .common import Points, finite, fmt
 
 @rule("input_bound", WARN,
       "TensorFlow profiler input-pipeline analysis: input-bound 'moderately' above 5% and 'highly' above 20% of "
-      "step time spent waiting for input; waits below min_wait_ms per step are left alone (our heuristic: that is "
-      "the fixed cost of handing over one batch, e.g. from an in-memory NumpySlicesDataset, which no pipeline "
-      "setting removes)",
+      "step time spent waiting for input; a median wait below min_wait_ms per step is left alone (our heuristic: "
+      "handing over one batch from an in-memory NumpySlicesDataset took 0.1-8 ms a step, median 1.2 ms, on a "
+      "loaded 2-core machine, and no pipeline setting removes it)",
       "Share of step time spent waiting for data (when the wait is more than a batch hand-over).",
-      warn_share=0.20, info_share=0.05, min_wait_ms=2.0, min_points=3)
+      warn_share=0.20, info_share=0.05, min_wait_ms=5.0, min_points=3)
 def input_bound(run, cfg):
     wait = run.get("data_wait_ms")
     step = run.get("step_time_ms")
