@@ -91,20 +91,43 @@ def _named_arrays(ev, source, what):
     return arrays
 
 
-def _timed_estimate(ev, interrupts, settings, method, nx, ny):
-    """Evaluates the centre twice (the first call compiles), prints the cost estimate; returns (loss, seconds)."""
+def _timed_estimate(ev, interrupts, settings, method, nx, ny, probe, mine=None):
+    """Evaluates the centre (the first call compiles), then ``probe()``: the seconds of each of a few grid points
+    evaluated as the grid does it (parameters computed and written, then the loss). Prints the cost estimate of the
+    ``mine`` points this worker evaluates (default all). Returns (loss, seconds per point).
+
+    The estimate is the mean of those points after the first (which still pays one-off costs). Timing one loss
+    evaluation alone, as before, left out writing the parameters and caught the slow first calls after compiling,
+    so it was off by 1.7-2.5x on the demo model (BENCHMARKS.md)."""
     interrupts.armed = True
     t0 = time.perf_counter()
     centre = ev.loss()
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ev.loss()
-    spp = time.perf_counter() - t0
     interrupts.armed = False
+    times = probe()
+    spp = float(np.mean(times[1:] if len(times) > 1 else times))
     if settings.estimate:
-        settings.say(gridlib.cost_text(method, nx, ny, ev.num_samples, spp) + " [compile and first evaluation: %s]"
-            % gridlib.format_seconds(compile_s))
+        text = gridlib.cost_text(method, nx, ny, ev.num_samples, spp)
+        if mine is not None and mine < nx * ny:
+            text += " [this worker: %d points, about %s]" % (mine, gridlib.format_seconds(mine * spp))
+        settings.say(text + " [compile and first evaluation: %s]" % gridlib.format_seconds(compile_s))
     return centre, spp
+
+
+def _probe(ev, interrupts, coords, base, dx, dy, points=5):
+    """A cost probe: evaluates the first ``points`` points of ``coords``'s first row one by one, like the grid;
+    returns the seconds each took. Ctrl-C during it stops the landscape like one before the first point."""
+    row = [c for c in coords[:points] if c[1] == coords[0][1]]
+
+    def run():
+        stamps = [time.perf_counter()]
+        _, _, interrupted = evaluate_points(ev, interrupts, row, base, dx, dy,
+                                            on_point=lambda *a: stamps.append(time.perf_counter()))
+        if interrupted:
+            raise KeyboardInterrupt
+        return list(np.diff(stamps))
+
+    return run
 
 
 def _share_points(ev, interrupts, coords, base, dx, dy, job, on_point=None, progress=None):
@@ -248,8 +271,9 @@ def _interpolation(ev, interrupts, w0, settings, job, meta):
     x, y = settings.interpolation_alphas(), np.array([0.0])
     dx = [b - a for a, b in zip(a_arrays, b_arrays)]
     ev.write(b_arrays)
-    centre, spp = _timed_estimate(ev, interrupts, settings, job.method, len(x), 1)
     coords = [(a, 0.0) for a in x]
+    centre, spp = _timed_estimate(ev, interrupts, settings, job.method, len(x), 1,
+                                  _probe(ev, interrupts, coords, a_arrays, dx, None), len(job.mine(coords)))
     bar = Progress(len(job.mine(coords)), settings.say, settings.progress, label="loss interpolation")
     losses, done, interrupted = _share_points(ev, interrupts, coords, a_arrays, dx, None, job, settings.on_point, bar)
     bar.close()
@@ -306,7 +330,9 @@ def _plane(ev, interrupts, w0, settings, job, meta):
     else:
         d1, d2, box, path, extra = _pca_directions(ev, w0, settings, job, meta)
     x, y = gridlib.axes(settings.grid, box)
-    centre, spp = _timed_estimate(ev, interrupts, settings, job.method, len(x), len(y))
+    coords = [(a, b) for b in y for a in x]
+    centre, spp = _timed_estimate(ev, interrupts, settings, job.method, len(x), len(y),
+                                  _probe(ev, interrupts, coords, w0, d1, d2), len(job.mine(coords)))
     interrupted = False
     if path is not None:
         # The path's losses at its projected points (on the plane, so it lies on the drawn surface).
@@ -315,7 +341,6 @@ def _plane(ev, interrupts, w0, settings, job, meta):
         path["z"] = list(plosses) + [centre]
     losses, done = np.full(len(x) * len(y), np.nan), 0
     if not interrupted:
-        coords = [(a, b) for b in y for a in x]
         bar = Progress(len(job.mine(coords)), settings.say, settings.progress, label="loss landscape (%s)" % job.method)
         losses, done, interrupted = _share_points(ev, interrupts, coords, w0, d1, d2, job, settings.on_point, bar)
         bar.close()
