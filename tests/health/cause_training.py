@@ -61,9 +61,10 @@ def bn_net(features=8, hidden=16, classes=3, momentum=0.9):
 
 def train(logdir, net=None, lr=0.05, schedule="constant", epochs=6, collect_freq=2, train_data=None,
           eval_data=None, hparams=None, head_lr=None, optimizer="momentum", diagnostic_freq=None, debug=DEBUG,
-          seed=0):
+          seed=0, **monitor_kwargs):
     """One tiny ``Model.train`` run recorded into ``logdir``. ``schedule``: "constant" (a float), "piecewise" (a
-    list: lr then lr/10 from the middle), "warmup_cosine" (a LearningRateSchedule)."""
+    list: lr then lr/10 from the middle), "warmup_cosine" (a LearningRateSchedule). ``monitor_kwargs`` go to
+    TrainMonitor (``on_anomaly=``, ``live_health=``, ...)."""
     ms = _ms()
     from mindspore import nn
     from mindspore.train import Model
@@ -91,7 +92,7 @@ def train(logdir, net=None, lr=0.05, schedule="constant", epochs=6, collect_freq
         opt = nn.Momentum(params, learning_rate=learning_rate, momentum=0.9)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     model = Model(MonitoredTrainCell.wrap(net, loss_fn, opt))
-    kwargs = dict(debug=list(debug), debug_freq=collect_freq, registry=None, hparams=hparams)
+    kwargs = dict(debug=list(debug), debug_freq=collect_freq, registry=None, hparams=hparams, **monitor_kwargs)
     if diagnostic_freq:
         kwargs["diagnostic_freq"] = diagnostic_freq
     if eval_data is not None:

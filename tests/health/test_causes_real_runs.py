@@ -184,3 +184,37 @@ def test_batchnorm_moving_statistics_mismatch_is_a_train_eval_gap(logdir):
     assert f.steps[0] == int(ev.steps[0])
     assert "BatchNorm" in f.message
     assert "overfitting" not in [g.rule for g in found]
+
+
+# -- live health events recorded by the callbacks ------------------------------------------------------------------------
+def test_live_event_with_stop_is_merged_into_the_offline_finding(logdir):
+    run = _trained(logdir, "live_stop",
+                   lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=3, collect_freq=2,
+                                      schedule="constant", hparams={"lr_schedule": "constant"}, on_anomaly="stop"))
+    assert run.health_events, "the callbacks recorded no live health event"
+    assert run.run_end is not None and run.run_end["status"] == "stopped"
+    found = engine.check_run(run)
+    nonfinite = [f for f in found if f.rule == "nonfinite"]
+    merged = [f for f in nonfinite if f.source == "offline+live"]
+    assert len(merged) == 1, _json(found)
+    f = merged[0]
+    assert f.action == "stopped" and "Training was stopped" in f.message
+    assert f.steps[0] == NAN_STEP and "at step %d" % NAN_STEP in f.message     # exact, from the live event
+    if any(ev["layers"] for ev in run.health_events):       # the flight recorder named where it started
+        assert f.layers and f.to_json()["layers"] == list(f.layers)
+    assert [g for g in found if g.source == "live" and g.rule == "nonfinite"] == []     # not reported twice
+    later = _run(logdir, "live_stop", now=run.state.last_event_time + 3 * 3600)
+    assert [g.to_json() for g in engine.check_run(later) if g.rule.startswith("run_")] == []
+
+
+def test_live_skip_keeps_the_weights_finite(logdir):
+    run = _trained(logdir, "live_skip",
+                   lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=3, collect_freq=2,
+                                      diagnostic_freq=4, schedule="constant", hparams={"lr_schedule": "constant"},
+                                      on_anomaly="skip"))
+    assert run.health_events and run.health_events[0]["action"] == "skipped_update"
+    found = engine.check_run(run)
+    assert not [f for f in found if "Weights are NaN" in f.message], _json(found)
+    (f,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
+    assert f.action == "skipped_update" and "skipped" in f.message
+    assert "to the end of the run" not in f.message

@@ -106,6 +106,19 @@ def first_nonfinite_step(run):
     return first
 
 
+# Event rule names of the callbacks -> the offline rule that finds the same problem.
+SAME_AS = {"nonfinite": "nonfinite", "nan": "nonfinite", "non_finite": "nonfinite", "nonfinite_loss": "nonfinite",
+           "nonfinite_grad": "nonfinite", "nonfinite_weights": "nonfinite",
+           "grad_spike": "grad_explosion", "grad_explosion": "grad_explosion", "gradient_spike": "grad_explosion",
+           "loss_spike": "loss_spike", "stall": "run_stalled", "stalled": "run_stalled",
+           "run_stalled": "run_stalled"}
+
+
+def rule_of(event_rule):
+    """The offline rule id for an event's rule name (the name itself when no offline rule judges it)."""
+    return SAME_AS.get(str(event_rule).lower(), str(event_rule))
+
+
 def events_of(run):
     """The live health events the callbacks recorded in the run (decoded dicts, by detection step)."""
     return list(getattr(run, "health_events", None) or [])

@@ -9,23 +9,11 @@ rule's finding when both found it (``health/causes.py``) instead of reporting it
 
 from ... import metadata
 from .base import ERROR, WARN, Finding, rule
-from .common import events_of
-
-# Event rule names of the callbacks -> the offline rule that finds the same problem.
-SAME_AS = {"nonfinite": "nonfinite", "nan": "nonfinite", "non_finite": "nonfinite", "nonfinite_loss": "nonfinite",
-           "nonfinite_grad": "nonfinite", "nonfinite_weights": "nonfinite",
-           "grad_spike": "grad_explosion", "grad_explosion": "grad_explosion", "gradient_spike": "grad_explosion",
-           "loss_spike": "loss_spike", "stall": "run_stalled", "stalled": "run_stalled",
-           "run_stalled": "run_stalled"}
+from .common import events_of, rule_of
 
 _ACTIONS = {"stopped": "Training was stopped at step %d.",
             "skipped_update": "The update of step %d was skipped (the weights kept their last good values).",
             "checkpoint": "A checkpoint of the last good state was saved before step %d"}
-
-
-def rule_of(event_rule):
-    """The offline rule id for an event's rule name (the name itself when no offline rule judges it)."""
-    return SAME_AS.get(str(event_rule).lower(), str(event_rule))
 
 
 def _tag(run, rule_id, layers):

@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, INFO, WARN, Finding, rule
-from .common import aligned_interval, layer_list, steps_of
+from .common import aligned_interval, events_of, layer_list, rule_of, steps_of
 
 
 @rule("no_loss", WARN, "our heuristic: without a training loss of a few points the trend rules have nothing to "
@@ -68,6 +68,8 @@ def _kind(values):
       "the end of the run (weight norms or update ratios).")
 def nonfinite(run, cfg):
     findings = []
+    # First bad steps of the live NaN/Inf events (exact: the training cell marks the step inside an interval).
+    live_first = [int(ev["first_step"]) for ev in events_of(run) if rule_of(ev["rule"]) == "nonfinite"]
     loss = run.get("loss")
     overflow_only = run.get("loss_scale") is not None and (loss is None or not nonfinite_ranges(run, loss)[0])
     for quantity in ("loss", "grad_norm", "eval_loss"):
@@ -78,8 +80,11 @@ def nonfinite(run, cfg):
         if not ranges:
             continue
         lo, hi = ranges[0]
-        where = ("at step %d" % lo) if lo == hi else ("between steps %d and %d (recorded every few steps; the "
-                                                      "interval statistics caught it)" % (lo, hi))
+        exact = [s for s in live_first if lo <= s <= hi] if quantity != "eval_loss" else []
+        if exact:
+            lo = min(exact)      # the callbacks saw the exact first bad step while training
+        where = ("at step %d" % lo) if lo == hi or exact else (
+            "between steps %d and %d (recorded every few steps; the interval statistics caught it)" % (lo, hi))
         level, advice = ERROR, _ADVICE
         if quantity == "grad_norm" and overflow_only:
             level, advice = INFO, _OVERFLOW
