@@ -1,7 +1,7 @@
 """The flight recorder on real trainings: a 4-layer MLP whose layer 3 gets a NaN / huge gradient at step S.
 
-Checked in GRAPH_MODE and PYNATIVE_MODE (the ``mode`` fixture), through ``Model.train`` + ``TrainMonitor`` and the
-hand-written loop + ``LoopMonitor``: the ring on the device holds each step's per-layer gradient norms; when the
+Checked in GRAPH_MODE and PYNATIVE_MODE, through ``Model.train`` + ``TrainMonitor`` and the hand-written loop +
+``LoopMonitor`` (every combination for the NaN; the others in the modes that cover their code paths): the ring on the device holds each step's per-layer gradient norms; when the
 anomaly fires, the dumped window (``debug/flight/*``) holds the steps before S at their real steps, the finding names
 layer 3 and step S, and the debug tier records every step for the next N steps; a healthy run writes no flight tag.
 """
@@ -10,7 +10,7 @@ layer 3 and step S, and the debug tier records every step for the next N steps; 
 import numpy as np
 import pytest
 
-from cb_helpers import read_run, run_info
+from cb_helpers import read_run, run_info, set_mode
 from flight_nets import dataset, layer3_name, parts, train_loop
 
 from mindspore.train import Callback, Model
@@ -22,6 +22,14 @@ from tb_mindspore_callbacks.flight_origin import ring_rows
 from tb_mindspore_callbacks.flight_recorder import FlightRecorder, parse_flight_steps
 
 K, N, COLLECT = 6, 4, 5
+
+
+@pytest.fixture
+def in_mode(request):
+    """``mode`` for tests parametrized on it explicitly (not every combination runs)."""
+    set_mode(request.param)
+    yield request.param
+    set_mode("graph")
 
 
 def layer_indices(optimizer):
@@ -52,7 +60,8 @@ def test_ring_keeps_each_steps_layer_norms_at_their_steps(mode):
     np.testing.assert_allclose(rows[order], np.stack([truth[s] for s in range(5, 13)]), rtol=1e-6)
 
 
-def test_recorder_names_layer3_and_step_from_the_ring(mode, tmp_path):
+@pytest.mark.parametrize("in_mode", ["graph"], indirect=True)
+def test_recorder_names_layer3_and_step_from_the_ring(in_mode, tmp_path):
     """The recorder alone on a MonitoredTrainCell (its own trigger): dump, origin, debug tier after."""
     bad = 14
     _, with_loss, opt = parts()
@@ -129,9 +138,10 @@ def _events(tensors):
     return out
 
 
+@pytest.mark.parametrize("in_mode", ["graph", "pynative"], indirect=True)
 @pytest.mark.parametrize("entry", ["model", "loop"])
-def test_nan_in_layer3_is_dumped_named_and_followed_by_debug(mode, entry, tmp_path):
-    bad, steps = 14, 24
+def test_nan_in_layer3_is_dumped_named_and_followed_by_debug(in_mode, entry, tmp_path):
+    bad, steps = 14, 20
     opt = _train(entry, tmp_path, steps, bad)
     _, tensors = read_run(tmp_path)
     event = [e for e in _events(tensors) if e["rule"] == "nonfinite"][0]
@@ -152,7 +162,8 @@ def test_nan_in_layer3_is_dumped_named_and_followed_by_debug(mode, entry, tmp_pa
     assert [s for s, _ in tensors[metadata.UPDATE_RATIO_LAYERS]] == boosted
 
 
-def test_huge_gradient_in_layer3_names_the_spike(mode, tmp_path):
+@pytest.mark.parametrize("in_mode", ["graph"], indirect=True)
+def test_huge_gradient_in_layer3_names_the_spike(in_mode, tmp_path):
     bad, steps = 32, 38
     opt = _train("model", tmp_path, steps, bad, value=1e6)
     _, tensors = read_run(tmp_path)
@@ -162,8 +173,8 @@ def test_huge_gradient_in_layer3_names_the_spike(mode, tmp_path):
     assert set(range(bad - K, 36)) <= {s for s, _ in tensors[metadata.FLIGHT_GRAD_NORM_LAYERS]}
 
 
-@pytest.mark.parametrize("entry", ["model", "loop"])
-def test_healthy_run_writes_no_flight_tags(mode, entry, tmp_path):
+@pytest.mark.parametrize("in_mode,entry", [("graph", "model"), ("pynative", "loop")], indirect=["in_mode"])
+def test_healthy_run_writes_no_flight_tags(in_mode, entry, tmp_path):
     _train(entry, tmp_path, 30, default=True)
     _, tensors = read_run(tmp_path)
     info = run_info(tensors)[1]["flight_recorder"]
