@@ -61,6 +61,7 @@ setup(
         "tb_plugin_mindspore.landscape",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
+        "tb_mindspore_callbacks.recorders",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},

@@ -10,15 +10,19 @@ AdamWeightDecay, non-sink) in each execution mode (``GRAPH_MODE``, ``PYNATIVE_MO
 * ``model``: ``Model.train``. Tiers: ``none`` (``Model(net, loss_fn, optimizer)``, no callback: the reference),
   ``cell_only`` (``Model(MonitoredTrainCell.wrap(...))``, no callback: the in-graph statistics alone),
   ``core_diag`` (``MonitoredTrainCell`` + ``TrainMonitor(collect_freq=10, diagnostic_freq=10)``: core tier and
-  per-layer weight norms every 10 steps; no evaluation, which is extra work the user asks for, not overhead),
+  per-layer weight norms every 10 steps and live health, on by default; no evaluation, which is extra work the
+  user asks for, not overhead), ``core_diag_nohealth`` (the same with ``live_health=False``: the difference is what
+  live health costs),
   ``core_diag_debug`` (the same plus ``debug="all"``: update ratio, per-layer gradient norms, activation
   histograms, data wait, every ``debug_freq`` steps), and MindSpore's own callbacks for comparison:
   ``summary_collector`` (``SummaryCollector(collect_freq=10)`` with ``histogram_regular='.*weight.*'``, the seed
   article's configuration) and ``loss_monitor`` (``LossMonitor(1)``, printing to /dev/null);
 * ``loop``: the hand-written loop of the README (``grad_fn = value_and_grad(forward, None, optimizer.parameters)``;
   per batch of ``create_tuple_iterator()``: ``loss, grads = grad_fn(x, y); optimizer(grads)``). Tiers: ``none``
-  (that loop alone), ``core_diag`` and ``core_diag_debug`` (the same loop with ``LoopMonitor`` and the settings
-  above: ``mon.begin_step()`` after the batch is fetched, ``mon.step(loss, grads, inputs=(x,))`` after the update).
+  (that loop alone), ``core_diag``, ``core_diag_nohealth`` and ``core_diag_debug`` (the same loop with
+  ``LoopMonitor`` and the settings above: ``mon.begin_step()`` after the batch is fetched, ``mon.step(loss, grads, inputs=(x,))`` after the update).
+* ``core_diag_noflight`` (not run by default; ``--configs`` / ``--pynative-configs`` / ``--loop-configs``):
+  ``core_diag`` with ``flight_recorder=0``; the flight recorder is on by default, so the difference is its cost.
 
 ``debug_freq`` is 100 in GRAPH_MODE; in PYNATIVE_MODE (a step costs about ten times more, so fewer steps are timed)
 it is ``--pynative-steps`` when that is below 100, so one debug point always falls in the timed steps (a higher
@@ -58,10 +62,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 MODES = ("graph", "pynative")
 ENTRIES = ("model", "loop")
-MODEL_TIERS = ("none", "cell_only", "core_diag", "core_diag_debug", "summary_collector", "loss_monitor")
-LOOP_TIERS = ("none", "core_diag", "core_diag_debug")
+MODEL_TIERS = ("none", "cell_only", "core_diag", "core_diag_nohealth", "core_diag_debug", "summary_collector",
+               "loss_monitor")
+LOOP_TIERS = ("none", "core_diag", "core_diag_nohealth", "core_diag_debug")
 # Not run by default: core + diagnostic + one debug item each, to see what each item costs.
 EXTRA_TIERS = ("debug_update_ratio", "debug_layer_grad_norm", "debug_activations", "debug_data_wait")
+# Not run by default either: core_diag without the flight recorder (on by default), for both entry points; the
+# difference is what the flight recorder costs.
+NOFLIGHT_TIERS = ("core_diag_noflight",)
 PYNATIVE_MODEL_TIERS = ("none", "cell_only", "core_diag", "core_diag_debug")
 # --quick: a much smaller transformer (so PYNATIVE steps take milliseconds), to check that everything runs.
 QUICK_MODEL = {"hidden": 32, "seq": 16, "batch": 8, "layers": 1, "heads": 2, "ffn": 64}
@@ -82,6 +90,10 @@ def _monitor_kwargs(tier, warm, debug_freq):
     """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due)."""
     freq = 1 if warm else 10
     kwargs = {"collect_freq": freq, "diagnostic_freq": freq, "registry": None}
+    if tier.endswith("_nohealth"):
+        kwargs["live_health"] = False      # live health is on by default: this tier measures what it costs
+    if tier.endswith("_noflight"):
+        kwargs["flight_recorder"] = 0      # so is the flight recorder
     if tier == "core_diag_debug" or tier.startswith("debug_"):
         # debug_<item>: core + diagnostic + that one debug item (to see what each costs).
         kwargs["debug"] = "all" if tier == "core_diag_debug" else [tier[len("debug_"):]]
@@ -298,11 +310,16 @@ def _plan(args):
     for mode in modes:
         for entry in entries:
             if entry == "loop":
-                tiers = list(LOOP_TIERS)
+                tiers = [t for t in args.loop_configs.split(",") if t]
+                unknown = [t for t in tiers if t not in LOOP_TIERS and t not in NOFLIGHT_TIERS]
+                if unknown:
+                    raise SystemExit("unknown loop configuration(s): %s" % ", ".join(unknown))
+                if "none" not in tiers:
+                    tiers.insert(0, "none")
             else:
                 text = args.configs if mode == "graph" else args.pynative_configs
                 tiers = [t for t in text.split(",") if t]
-                unknown = [t for t in tiers if t not in MODEL_TIERS and t not in EXTRA_TIERS]
+                unknown = [t for t in tiers if t not in MODEL_TIERS + EXTRA_TIERS + NOFLIGHT_TIERS]
                 if unknown:
                     raise SystemExit("unknown configuration(s): %s" % ", ".join(unknown))
                 if "none" not in tiers:
@@ -328,6 +345,9 @@ def main(argv=None):
                         help="Model.train tiers in GRAPH_MODE (none is added); also %s" % ", ".join(EXTRA_TIERS))
     parser.add_argument("--pynative-configs", default=",".join(PYNATIVE_MODEL_TIERS),
                         help="Model.train tiers in PYNATIVE_MODE (default %s)" % ",".join(PYNATIVE_MODEL_TIERS))
+    parser.add_argument("--loop-configs", default=",".join(LOOP_TIERS),
+                        help="loop tiers, both modes (default %s; also %s)" % (",".join(LOOP_TIERS),
+                                                                            ", ".join(NOFLIGHT_TIERS)))
     parser.add_argument("--quick", action="store_true",
                         help="a small transformer, 1 repetition, few steps, no SummaryCollector: checks that it runs")
     args = parser.parse_args(argv)

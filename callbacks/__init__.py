@@ -12,11 +12,12 @@ Importing this package imports MindSpore (install the ``mindspore`` extra); the 
 
 from .loop import LoopMonitor
 from .monitor import DEBUG_ITEMS, TrainMonitor
+from .recorders import Recorder, StepRecord
 from .run_dir import make_run_dir, run_dir_name
 from .train_cell import MonitoredLossScaleCell, MonitoredTrainCell
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "TrainMonitor", "LoopMonitor", "DEBUG_ITEMS",
-           "make_run_dir", "run_dir_name", "run_demo"]
+           "Recorder", "StepRecord", "make_run_dir", "run_dir_name", "run_demo"]
 
 # Loss landscapes (random / PCA / interpolation), see landscape.py.
 from .landscape import (  # noqa: E402

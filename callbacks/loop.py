@@ -1,4 +1,4 @@
-"""``LoopMonitor``: the same three tiers for a hand-written training loop built on ``mindspore.value_and_grad``.
+"""``LoopMonitor``: the same three tiers and live health for a hand-written loop built on ``mindspore.value_and_grad``.
 
 ::
 
@@ -7,117 +7,29 @@
         for x, y in dataset.create_tuple_iterator():
             mon.begin_step()                      # optional: data-wait time and exact update-ratio snapshot
             loss, grads = grad_fn(x, y)
-            optimizer(grads)
-            mon.step(loss, grads, inputs=(x, y))  # after the optimizer step
+            mon.update(grads)                     # optimizer(grads), skipped when on_anomaly="skip" says so
+            if not mon.step(loss, grads, inputs=(x, y)):   # after the optimizer step; False: live health said stop
+                break
 
 Per step, ``step`` runs one small compiled computation on the device that updates the interval statistics of loss
 and gradient norm (as :class:`MonitoredTrainCell` does inside the training step); nothing reaches the host until a
-point is written every ``collect_freq`` steps.
+point is written every ``collect_freq`` steps. A thin adapter over the recorders' :class:`~.recorders.Pipeline`.
 """
-
-import math
-import time
 
 import numpy as np
 
 import mindspore as ms
-from mindspore import nn, ops, Parameter, Tensor
+from mindspore import nn, ops
 
-from ._util import host_learning_rates
-from .monitor import TrainMonitor
-from .train_cell import (_N_ROWS, _empty_stats, grad_norms, interval_update, layer_norm_plan, norm_groups,
-                         reset_parameter)
+from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
+from .monitor import _check_recorders
+from .train_cell import grouped_square_sum, norm_groups
 
 __all__ = ["LoopMonitor"]
 
 
-class _LoopStats(nn.Cell):
-    """In-graph accumulators for a hand-written loop: the same statistics as ``MonitoredTrainCell``."""
-
-    def __init__(self, grad_shapes):
-        super().__init__(auto_prefix=False)
-        self._has_grads = grad_shapes is not None
-        self._shapes = list(grad_shapes) if self._has_grads else []
-        self._groups = norm_groups(self._shapes) if self._has_grads else ()
-        self._layer_classes = ()
-        self._layer_order = None
-        self._layer_idx = ()
-        self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_loop_stats", requires_grad=False)
-        self.tbms_last = Parameter(Tensor(np.full((_N_ROWS,), np.nan, np.float32)), name="tbms_loop_last",
-                                   requires_grad=False)
-        self.tbms_layer_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_layer_grad",
-                                         requires_grad=False)
-
-    @ms.jit
-    def construct(self, loss, grads):
-        layer = None
-        if self._has_grads:
-            grad_norm, layer = grad_norms(grads, self._groups, self._layer_classes, self._layer_order)
-        else:
-            grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
-        values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
-        token = ops.assign(self.tbms_stats, interval_update(self.tbms_stats, values))
-        token = ops.depend(token, ops.assign(self.tbms_last, values))
-        if self._has_grads and self._layer_idx:
-            token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
-        return token
-
-
-def _loss_tensor(loss):
-    """The loss as a float32 Tensor: from a Tensor, a number, a numpy value, or the first item of a tuple
-    (``value_and_grad(..., has_aux=True)`` returns ``(loss, aux...)``)."""
-    while isinstance(loss, (tuple, list)) and loss:
-        loss = loss[0]
-    if isinstance(loss, Tensor):
-        return loss
-    return Tensor(np.asarray(loss if loss is not None else np.nan, dtype=np.float32))
-
-
-class _Source:
-    """What TrainMonitor reads from a MonitoredTrainCell, provided for a loop."""
-
-    def __init__(self, optimizer, grad_shapes):
-        self.optimizer = optimizer
-        self.stats = _LoopStats(grad_shapes)
-        self.num_lr_groups = None
-        self._started = False
-
-    def track_layer_grad_norms(self, indices):
-        indices = tuple(int(i) for i in indices)
-        if indices == self.stats._layer_idx:
-            return True
-        if self._started or not self.stats._has_grads:
-            return False
-        self.stats._layer_idx = indices
-        self.stats._layer_classes, self.stats._layer_order = layer_norm_plan(self.stats._shapes, indices)
-        self.stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
-                                               name="tbms_loop_layer_grad", requires_grad=False)
-        return True
-
-    def update(self, loss, grads):
-        self._started = True
-        # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every new
-        # value); mutable() makes it a variable. The loss must be a Tensor for the same reason.
-        self.stats(_loss_tensor(loss), ms.mutable(grads) if grads else grads)
-
-    def read_and_reset(self):
-        stats = self.stats.tbms_stats.asnumpy().copy()
-        last = self.stats.tbms_last.asnumpy().copy()
-        reset_parameter(self.stats.tbms_stats, _empty_stats())
-        lrs = host_learning_rates(self.optimizer) if self.optimizer is not None else []
-        return stats, np.concatenate([last, np.asarray(lrs, dtype=np.float32)])
-
-    def layer_grad_norms(self):
-        if not self.stats._layer_idx:
-            return None
-        return self.stats.tbms_layer_grad.asnumpy().copy()
-
-    def loss_scale_state(self):
-        return None
-
-
 class _Params:
-    """The few ``cb_params`` fields TrainMonitor reads, for a loop."""
+    """The few ``cb_params`` fields the recorders read (run info), for a loop."""
 
     def __init__(self):
         self.cur_step_num = 0
@@ -130,6 +42,18 @@ class _Params:
         self.train_dataset = None
 
 
+class _GradNorm(nn.Cell):
+    """``construct(grads) -> float32``: the global L2 norm of the gradients, one compiled call (``update``'s guard)."""
+
+    def __init__(self, shapes):
+        super().__init__(auto_prefix=False)
+        self._groups = norm_groups(shapes)
+
+    @ms.jit
+    def construct(self, grads):
+        return ops.sqrt(grouped_square_sum(grads, self._groups))
+
+
 class LoopMonitor:
     """Records a hand-written training loop (``mindspore.value_and_grad`` + ``optimizer(grads)``).
 
@@ -140,15 +64,19 @@ class LoopMonitor:
       network: the forward network, for activation histograms (``debug=["activations"]``); it is called with the
         ``inputs`` given to :meth:`step`.
       collect_freq, batch_size and every other keyword: as for :class:`TrainMonitor` (``debug``, ``debug_freq``,
-        ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``, ...).
-        ``eval_dataset`` is not supported here: evaluate in your loop and call :meth:`scalar`.
+        ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``,
+        ``live_health``, ``on_anomaly``, ``recorders``, ...). ``eval_dataset`` is not supported here: evaluate in
+        your loop and call :meth:`scalar`.
 
     Call :meth:`step` once per training step, after the optimizer update, with the loss and the gradients (in the
-    order of ``optimizer.parameters``). :meth:`begin_step` (optional, right after the batch is fetched) adds the
-    data-wait time. :meth:`close` (or the ``with`` block) writes the final points.
+    order of ``optimizer.parameters``); it returns False once live health asked to stop (``on_anomaly="stop"``,
+    also :attr:`stop_requested`). :meth:`update` applies ``optimizer(grads)`` unless ``on_anomaly="skip"`` says
+    the gradients are non-finite or spiking. :meth:`begin_step` (optional, right after the batch is fetched) adds
+    the data-wait time. :meth:`close` (or the ``with`` block) writes the final points and the run end marker.
     """
 
-    def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, **kwargs):
+    def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, recorders=(),
+                 **kwargs):
         if optimizer is not None and not isinstance(optimizer, nn.Optimizer):
             raise ValueError("optimizer must be a mindspore.nn.Optimizer or None, got %r" % (optimizer,))
         if network is not None and not isinstance(network, nn.Cell):
@@ -156,16 +84,20 @@ class LoopMonitor:
         if kwargs.get("eval_dataset") is not None:
             raise ValueError("LoopMonitor does not run evaluations; evaluate in your loop and call scalar()")
         kwargs.setdefault("diagnostic_freq", 100)
-        self.monitor = TrainMonitor(logdir, collect_freq=collect_freq, batch_size=batch_size, **kwargs)
-        if "activations" in self.monitor.debug and network is None:
+        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, **kwargs)
+        if "activations" in self.settings.debug and network is None:
             raise ValueError("debug item 'activations' needs network= (the forward network to probe)")
+        if "skip" in self.settings.on_anomaly and optimizer is None:
+            raise ValueError("on_anomaly='skip' needs optimizer= (LoopMonitor.update applies it)")
+        extra = _check_recorders(recorders)
+        self.monitor = Pipeline(self.settings, lambda s: default_recorders(s, extra), owner="LoopMonitor")
         self.optimizer = optimizer
         self.network = network
         self._params = _Params()
         self._source = None
+        self._norm = None
         self._began = False
         self._closed = False
-        self._step_started = None
 
     @property
     def writer(self):
@@ -176,48 +108,82 @@ class LoopMonitor:
         """Steps recorded so far."""
         return self._params.cur_step_num
 
+    @property
+    def stop_requested(self):
+        """True once live health asked to stop (``on_anomaly="stop"``): end the loop."""
+        return self.monitor.stop_requested
+
+    @property
+    def health_events(self):
+        """The live health events so far (dicts as written to ``_meta/health_event``)."""
+        health = self._health()
+        return list(health.events) if health is not None else []
+
+    def _health(self):
+        for r in self.monitor.recorders:
+            if r.name == "live_health":
+                return r
+        return None
+
     def begin_step(self):
         """Optional: call when the batch is ready, before the forward pass (data-wait time, exact snapshot)."""
-        if self._closed:
+        if self._closed or not self._began:
             return
-        self._step_started = time.perf_counter()
-        if self._began and self.monitor._active:
-            p = self._params
-            p.cur_step_num += 1
-            try:
-                self.monitor._step_begin(p)
-            except Exception:
-                self.monitor._error("step begin")
-            finally:
-                p.cur_step_num -= 1
+        try:
+            self.monitor.step_begin(self._params.cur_step_num + 1)
+        except Exception:
+            self.monitor.error("step begin")
+
+    def update(self, grads):
+        """``optimizer(grads)``, unless ``on_anomaly`` includes ``"skip"`` and the gradient norm is non-finite or 10x
+        the largest applied before (then the update is left out and counted). Returns True when applied."""
+        if self.optimizer is None:
+            raise RuntimeError("LoopMonitor.update needs optimizer=")
+        if "skip" in self.settings.on_anomaly:
+            if not self._began:
+                self._start(grads)
+            health = self._health()
+            if health is not None and self.monitor.active:
+                try:
+                    if self._norm is None:
+                        self._norm = _GradNorm([tuple(g.shape) for g in grads])
+                    norm = float(np.asarray(self._norm(ms.mutable(tuple(grads))).asnumpy()).reshape(-1)[0])
+                    if health.skip(norm):
+                        self._source.note_skipped(self._params.cur_step_num + 1)
+                        return False
+                except Exception:
+                    self.monitor.error("update guard")
+        self.optimizer(grads)
+        return True
 
     def step(self, loss, grads=None, inputs=None, batch_size=None):
-        """Records one training step (call it after ``optimizer(grads)``)."""
+        """Records one training step (call it after the optimizer update). Returns False once live health asked
+        to stop training."""
         if self._closed:
             raise RuntimeError("LoopMonitor is closed")
         p = self._params
-        if batch_size is not None:
-            self.monitor._batch = int(batch_size)
         if not self._began:
             self._start(grads)
-        if not self.monitor._active:
+        if batch_size is not None:
+            self.monitor.batch = int(batch_size)
+        if not self.monitor.active:
             p.cur_step_num += 1
-            return
+            return True
         grads = tuple(grads) if grads is not None else ()
         try:
             self._source.update(loss, grads)
         except Exception:
-            self.monitor._error("loop statistics")
+            self.monitor.error("loop statistics")
         p.cur_step_num += 1
-        p.net_outputs = loss
-        p.train_dataset_element = tuple(inputs) if inputs is not None else None
+        inputs = tuple(inputs) if inputs is not None else None
         try:
-            self.monitor._step_end(p)
+            self.monitor.step_end(p.cur_step_num, outputs=loss, inputs=inputs)
             # Without begin_step, the weights are kept now for the next step's update ratio (nothing changes
             # them before the next optimizer call).
-            self.monitor._maybe_snapshot(p.cur_step_num + 1)
+            self.monitor.step_begin(p.cur_step_num + 1, data_wait=False)
         except Exception:
-            self.monitor._error("step")
+            self.monitor.error("step")
+        return not self.monitor.stop_requested
 
     def scalar(self, tag, value, step=None):
         """Writes any other scalar (your own evaluation, e.g. ``diagnostic/eval/accuracy``) at ``step``."""
@@ -227,30 +193,31 @@ class LoopMonitor:
 
     def _start(self, grads):
         self._began = True
-        self._source = _Source(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
-        self.monitor._reset_run_state()
+        self._source = LoopSource(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
         try:
-            self.monitor._begin(self._params, cell=self._source, optimizer=self.optimizer,
-                                probe_net=self.network)
-            if self.optimizer is None:
-                self.monitor._optimizer = None
+            self.monitor.start(self._source, step=0, cb_params=self._params, probe_net=self.network,
+                               batch=self.settings.batch_size)
         except Exception:
-            self.monitor._error("start")
+            self.monitor.error("start")
 
-    def close(self):
-        """Writes the final points and closes the event file. Safe to call twice."""
+    def close(self, status="finished", reason=""):
+        """Writes the final points and the run end marker, and closes the event file. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
-        if self._began and self.monitor._active and self._params.cur_step_num > 0:
+        if self._began and self.monitor.active and self._params.cur_step_num > 0:
             try:
-                self.monitor._end(self._params)
+                self.monitor.end(self._params.cur_step_num, status=status, reason=reason)
             except Exception:
-                self.monitor._error("close")
+                self.monitor.error("close")
         self.monitor.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.close("interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed",
+                       "%s: %s" % (exc_type.__name__, str(exc)[:200]))

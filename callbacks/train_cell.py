@@ -526,6 +526,10 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         token = ops.depend(token, ops.assign(self.tbms_loss_scale, scale_state))
         return ops.depend(loss, token), cond, scaling_sens
 
+    def guard_updates(self, factor=10.0, warmup_steps=50):
+        """Not here: this cell already skips the update of a step with non-finite gradients (an overflow)."""
+        return False
+
     def loss_scale_state(self):
         state = self.tbms_loss_scale.asnumpy().copy()
         reset_parameter(self.tbms_loss_scale, np.array([state[0], 0.0], np.float32))

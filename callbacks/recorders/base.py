@@ -17,13 +17,13 @@ Hooks, all optional (the base class does nothing):
   step time); cheap work only, nothing read from the device.
 * ``on_interval(record)``: at core points (every ``collect_freq`` steps and at the end), ``record`` filled with
   what the step source read from the device: loss, gradient norm, learning rates, interval statistics.
-* ``on_point(record)``: when a point other than core is due (``record.due`` names them: ``"debug"``,
-  ``"diagnostic"``, ``"eval"``), at step ends, epoch ends and the end of training.
+* ``on_point(record)``: once per due point other than core, ``record.due`` holding just that one (``"debug"``,
+  ``"diagnostic"`` or ``"eval"``), at step ends, epoch ends and the end of training.
 * ``on_anomaly(event)``: a live-health event (``metadata.health_event`` dict) before it is written; a recorder
   may fill in ``event["layers"]`` (where it started) or amend ``message``; it is written once every recorder has
   seen it.
 * ``on_end(status)``: once, at the end (``status``: ``metadata.run_end`` dict: finished / stopped / interrupted /
-  failed), before the writer is closed.
+  failed), before the writer is closed; ``close()`` when the monitor closes (stop threads there).
 """
 
 import math
@@ -113,7 +113,8 @@ class StepRecord:
     """What the step source yields, by name. Host-side fields are set at every step; the others at core points.
 
     Every step: ``step`` (1-based global step), ``wall_time``, ``step_time_ms`` (this step's time; a sink's time
-    divided by its steps; None for the first step, which includes compilation), ``due`` (the points due now, from
+    divided by its steps; None for the first step, which includes compilation), ``data_wait_ms`` (time from the
+    previous step's end to this step's begin, when the entry point saw the begin), ``due`` (the points due now, from
     :data:`POINTS`), ``inputs`` (the step's batch when known), ``outputs`` (what the training network returned).
 
     At core points (``"core" in due``): ``first_step`` (first step of the interval), ``loss`` and ``grad_norm`` (last
@@ -129,6 +130,7 @@ class StepRecord:
     step: int
     wall_time: float = 0.0
     step_time_ms: Optional[float] = None
+    data_wait_ms: Optional[float] = None
     due: frozenset = frozenset()
     inputs: Any = None
     outputs: Any = None
@@ -226,3 +228,7 @@ class Recorder:
 
     def on_end(self, status):
         pass
+
+    def close(self):
+        """Releases what the recorder holds (threads); called when the monitor closes, after ``on_end`` or
+        without it."""

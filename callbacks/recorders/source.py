@@ -1,0 +1,283 @@
+"""Step sources: where the per-step quantities come from, read by name into a :class:`~.base.StepRecord`.
+
+* :class:`CellSource`: a :class:`~tb_mindspore_callbacks.MonitoredTrainCell` (or ``MonitoredLossScaleCell``) in a
+  ``Model.train`` network: everything is accumulated inside the compiled step and read every core point.
+* :class:`LoopSource`: a hand-written loop; :class:`LoopStats` runs the same statistics as one compiled call per
+  ``LoopMonitor.step``.
+* :class:`HostSource`: no monitored cell: the loss read from the step outputs on the host, the learning rate
+  recomputed from the optimizer; no gradient norm.
+
+Each source has ``cell`` (what holds the device statistics, or None), ``optimizer``, ``num_lr_groups``,
+``has_grads``, ``observe(step, outputs)`` (per-step host work), ``read(record)`` (fills the core fields and starts a new
+interval), ``reset()``, ``layer_grad_norms()``, ``track_layer_grad_norms(indices)``, ``guard_updates(factor,
+warmup_steps)``, and for the flight recorder ``track_flight(indices, capacity)`` / ``flight_ring()``.
+"""
+
+import math
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops, Parameter, Tensor
+
+from .._util import host_learning_rates, loss_value
+from ..flight_ring import read_ring, ring_parameters, ring_write
+from ..train_cell import (_N_ROWS, _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
+                          layer_norm_plan, norm_groups, reset_parameter)
+from .base import HostInterval, Interval
+
+__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "interval_from_row"]
+
+
+def interval_from_row(row, marks=None, first_step=None):
+    """An :class:`Interval` from one row of the cell's statistics (columns ``train_cell.STAT_FIELDS``) and its
+    marks (1-based offsets in the interval of the first non-finite value and of the maximum; 0 = none)."""
+    minimum, maximum, total, finite, nonfinite = (float(v) for v in row[:5])
+    first_bad = max_step = None
+    if marks is not None and first_step is not None:
+        if marks[0] >= 1:
+            first_bad = int(first_step + marks[0] - 1)
+        if marks[1] >= 1:
+            max_step = int(first_step + marks[1] - 1)
+    if finite > 0:
+        return Interval(minimum, total / finite, maximum, int(finite + nonfinite), int(nonfinite), first_bad, max_step)
+    return Interval(count=int(finite + nonfinite), nonfinite=int(nonfinite), first_nonfinite_step=first_bad)
+
+
+def _fill(record, stats, last, marks, lrs):
+    record.loss = float(last[0])
+    record.grad_norm = float(last[1])
+    record.lrs = tuple(float(v) for v in lrs)
+    record.loss_interval = interval_from_row(stats[0], marks[0] if marks is not None else None, record.first_step)
+    record.grad_interval = interval_from_row(stats[1], marks[1] if marks is not None else None, record.first_step)
+
+
+class CellSource:
+    """Reads a MonitoredTrainCell (``cell``) at core points."""
+
+    has_grads = True
+
+    def __init__(self, cell):
+        self.cell = cell
+        self.optimizer = cell.optimizer
+        self.num_lr_groups = getattr(cell, "num_lr_groups", None)
+
+    def observe(self, step, outputs):
+        pass
+
+    def reset(self):
+        self.cell.read_and_reset()
+        self.cell.read_marks()
+
+    def read(self, record):
+        stats, last = self.cell.read_and_reset()
+        marks, guard = self.cell.read_marks()
+        _fill(record, stats, last, marks, last[2:])
+        state = self.cell.loss_scale_state()
+        if state is not None:
+            record.loss_scale, record.overflow_steps = state
+        if guard is not None:
+            record.skipped_updates = int(guard[0])
+            if guard[1] >= 1 and record.first_step is not None:
+                record.first_skipped_step = int(record.first_step + guard[1] - 1)
+
+    def layer_grad_norms(self):
+        return self.cell.layer_grad_norms()
+
+    def track_layer_grad_norms(self, indices):
+        return self.cell.track_layer_grad_norms(indices)
+
+    def guard_updates(self, factor, warmup_steps):
+        return self.cell.guard_updates(factor, warmup_steps)
+
+    def track_flight(self, indices, capacity):
+        fn = getattr(self.cell, "track_flight", None)
+        return fn(indices, capacity) if fn is not None else False
+
+    def flight_ring(self):
+        fn = getattr(self.cell, "flight_ring", None)
+        return fn() if fn is not None else None
+
+
+class HostSource:
+    """No monitored cell: the loss from the step outputs (one host read per step), the LR from the optimizer."""
+
+    cell = None
+    num_lr_groups = None
+    has_grads = False
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self._loss = HostInterval()
+        self._last = math.nan
+
+    def observe(self, step, outputs):
+        self._last = loss_value(outputs)
+        self._loss.add(self._last, step=step)
+
+    def reset(self):
+        self._loss.reset()
+
+    def read(self, record):
+        if self._loss.count == 0:
+            self.observe(record.step, record.outputs)
+        record.loss = self._last
+        record.loss_interval = self._loss.interval()
+        self._loss.reset()
+        record.lrs = tuple(host_learning_rates(self.optimizer)) if self.optimizer is not None else ()
+
+    def layer_grad_norms(self):
+        return None
+
+    def track_layer_grad_norms(self, indices):
+        return False
+
+    def guard_updates(self, factor, warmup_steps):
+        return False
+
+    def track_flight(self, indices, capacity):
+        return False
+
+    def flight_ring(self):
+        return None
+
+
+class LoopStats(nn.Cell):
+    """In-graph accumulators for a hand-written loop: the same statistics as ``MonitoredTrainCell``."""
+
+    def __init__(self, grad_shapes):
+        super().__init__(auto_prefix=False)
+        self._has_grads = grad_shapes is not None
+        self._shapes = list(grad_shapes) if self._has_grads else []
+        self._groups = norm_groups(self._shapes) if self._has_grads else ()
+        self._layer_classes = ()
+        self._layer_order = None
+        self._layer_idx = ()
+        self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_loop_stats", requires_grad=False)
+        self.tbms_marks = Parameter(Tensor(_empty_marks()), name="tbms_loop_marks", requires_grad=False)
+        self.tbms_last = Parameter(Tensor(np.full((_N_ROWS,), np.nan, np.float32)), name="tbms_loop_last",
+                                   requires_grad=False)
+        self.tbms_layer_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_layer_grad",
+                                         requires_grad=False)
+        self.flight_capacity = 0
+
+    @ms.jit
+    def construct(self, loss, grads):
+        layer = None
+        if self._has_grads:
+            grad_norm, layer = grad_norms(grads, self._groups, self._layer_classes, self._layer_order)
+        else:
+            grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
+        values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
+        before = self.tbms_stats
+        token = ops.assign(self.tbms_marks, interval_marks(self.tbms_marks, before, values))
+        token = ops.depend(token, ops.assign(self.tbms_stats, interval_update(before, values)))
+        token = ops.depend(token, ops.assign(self.tbms_last, values))
+        if self._has_grads and self._layer_idx:
+            token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
+        if self._has_grads and self.flight_capacity:
+            token = ops.depend(token, ring_write(self.tbms_flight, self.tbms_flight_count, layer))
+        return token
+
+
+def _loss_tensor(loss):
+    """The loss as a float32 Tensor: from a Tensor, a number, a numpy value, or the first item of a tuple
+    (``value_and_grad(..., has_aux=True)`` returns ``(loss, aux...)``)."""
+    while isinstance(loss, (tuple, list)) and loss:
+        loss = loss[0]
+    if isinstance(loss, Tensor):
+        return loss
+    return Tensor(np.asarray(loss if loss is not None else np.nan, dtype=np.float32))
+
+
+class LoopSource:
+    """A hand-written loop: :meth:`update` once per step with the loss and the gradients."""
+
+    def __init__(self, optimizer, grad_shapes):
+        self.optimizer = optimizer
+        self.cell = LoopStats(grad_shapes)
+        self.num_lr_groups = None
+        self._started = False
+        self._skipped = 0
+        self._first_skipped = None
+
+    # the statistics cell under its old name (kept for code that reached it as ``source.stats``)
+    @property
+    def stats(self):
+        return self.cell
+
+    @property
+    def has_grads(self):
+        """False when the loop gives no gradients (``step(loss)`` only): the gradient norm is then NaN."""
+        return self.cell._has_grads
+
+    def observe(self, step, outputs):
+        pass
+
+    def update(self, loss, grads):
+        self._started = True
+        # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every new
+        # value); mutable() makes it a variable. The loss must be a Tensor for the same reason.
+        self.cell(_loss_tensor(loss), ms.mutable(grads) if grads else grads)
+
+    def note_skipped(self, step):
+        """An update the loop did not apply (``LoopMonitor.update``), counted into the next core point."""
+        self._skipped += 1
+        if self._first_skipped is None:
+            self._first_skipped = int(step)
+
+    def reset(self):
+        self.read(None)
+
+    def read(self, record):
+        stats = self.cell.tbms_stats.asnumpy().copy()
+        marks = self.cell.tbms_marks.asnumpy().copy()
+        last = self.cell.tbms_last.asnumpy().copy()
+        reset_parameter(self.cell.tbms_stats, _empty_stats())
+        reset_parameter(self.cell.tbms_marks, _empty_marks())
+        skipped, first, self._skipped, self._first_skipped = self._skipped, self._first_skipped, 0, None
+        if record is None:
+            return
+        lrs = host_learning_rates(self.optimizer) if self.optimizer is not None else []
+        _fill(record, stats, last, marks, lrs)
+        record.skipped_updates, record.first_skipped_step = skipped, first
+
+    def layer_grad_norms(self):
+        if not self.cell._layer_idx:
+            return None
+        return self.cell.tbms_layer_grad.asnumpy().copy()
+
+    def track_layer_grad_norms(self, indices):
+        indices = tuple(int(i) for i in indices)
+        stats = self.cell
+        if indices == stats._layer_idx:
+            return True
+        if self._started or not stats._has_grads:
+            return False
+        stats._layer_idx = indices
+        stats._layer_classes, stats._layer_order = layer_norm_plan(stats._shapes, indices)
+        stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
+                                          name="tbms_loop_layer_grad", requires_grad=False)
+        return True
+
+    def guard_updates(self, factor, warmup_steps):
+        return True       # the loop's guard is LoopMonitor.update (host side)
+
+    def track_flight(self, indices, capacity):
+        """The flight recorder's ring of per-layer gradient norms (see ``MonitoredTrainCell.track_flight``)."""
+        stats = self.cell
+        if stats.flight_capacity >= capacity and tuple(indices) == stats._layer_idx:
+            return True
+        if not indices or not self.track_layer_grad_norms(indices):
+            return False
+        stats.tbms_flight, stats.tbms_flight_count = ring_parameters(capacity, len(indices), "tbms_loop_flight")
+        stats.flight_capacity = int(capacity)
+        return True
+
+    def flight_ring(self):
+        if not self.cell.flight_capacity:
+            return None
+        return read_ring(self.cell.tbms_flight, self.cell.tbms_flight_count)
+
+    def loss_scale_state(self):
+        return None

@@ -1,0 +1,51 @@
+"""Diagnostic tier: per-layer weight norms and the global weight norm (one fused computation on the device), at
+every diagnostic point; the norms are shared with live health (``ctx.shared["weight_norms"]``)."""
+
+import math
+
+import numpy as np
+
+from tb_plugin_mindspore import metadata
+
+from .base import Recorder
+
+__all__ = ["WeightNormRecorder", "all_weight_norms"]
+
+
+def all_weight_norms(ctx):
+    """L2 norm of every parameter of the optimizer (float64 numpy), one compiled computation; None without one."""
+    from ..layers import WeightNorms, cached
+
+    opt = ctx.optimizer
+    if opt is None:
+        return None
+    params = list(opt.parameters)
+    if not params:
+        return None
+    return np.asarray(cached(WeightNorms, params)().asnumpy(), dtype=np.float64)
+
+
+class WeightNormRecorder(Recorder):
+    """``diagnostic/weight_norm`` and ``diagnostic/layer_weight_norm``."""
+
+    name = "weight_norms"
+
+    def on_start(self, ctx):
+        self.ctx = ctx
+        if ctx.optimizer is not None and list(ctx.optimizer.parameters):
+            from ..layers import WeightNorms, cached
+
+            cached(WeightNorms, list(ctx.optimizer.parameters))    # built now, compiled at its first point
+
+    def on_point(self, r):
+        if "diagnostic" not in r.due or self.ctx.writer is None:
+            return
+        norms = all_weight_norms(self.ctx)
+        if norms is None:
+            return
+        w = self.ctx.writer
+        self.ctx.shared["weight_norms"] = {"step": r.step, "norms": norms,
+                                           "names": [p.name for p in self.ctx.optimizer.parameters]}
+        w.scalar(metadata.WEIGHT_NORM_GLOBAL, math.sqrt(float(np.sum(norms * norms))), r.step)
+        if self.ctx.layer_names:
+            w.layers(metadata.WEIGHT_NORM_LAYERS, self.ctx.layer_names, norms[self.ctx.layer_index], r.step)
