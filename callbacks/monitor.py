@@ -146,6 +146,9 @@ class TrainMonitor(Callback):
         step whose gradient norm is non-finite or 10x the largest applied before), ``"checkpoint"`` (save the
         weights of the last point without a problem), or a tuple of them; default ``("log",)``.
       checkpoint_dir: where ``"checkpoint"`` saves (default ``<logdir>/checkpoints``).
+      flight_recorder: steps of per-layer gradient norms kept on the device (default 100; 0 or None: off) and
+        written out (``debug/flight/*``) when live health finds an anomaly, which then names the layer and step
+        where it started; the debug tier is on for the 50 steps after (needs a MonitoredTrainCell).
       recorders: extra :class:`~tb_mindspore_callbacks.recorders.Recorder` objects to run with the built-in ones.
 
     Misuse (a bad regex, ``collect_freq <= 0``, an unknown debug item or metric) raises ValueError here, not
@@ -157,7 +160,8 @@ class TrainMonitor(Callback):
                  eval_freq=None, eval_model=None, debug=(), debug_freq=100, activation_samples=4,
                  activations_include=None, layers_include=None, layers_exclude=None,
                  max_layers=DEFAULT_MAX_LAYERS, hparams=None, registry="auto", max_file_bytes=None,
-                 max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None, recorders=()):
+                 max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None, recorders=(),
+                 flight_recorder=100):
         super().__init__()
         self.settings = MonitorSettings(
             logdir, collect_freq=collect_freq, flush_secs=flush_secs, batch_size=batch_size, rank=rank,
@@ -167,7 +171,7 @@ class TrainMonitor(Callback):
             activations_include=activations_include, layers_include=layers_include, layers_exclude=layers_exclude,
             max_layers=max_layers, hparams=hparams, registry=registry, max_file_bytes=max_file_bytes,
             max_run_bytes=max_run_bytes, live_health=live_health, on_anomaly=on_anomaly,
-            checkpoint_dir=checkpoint_dir)
+            checkpoint_dir=checkpoint_dir, flight_recorder=flight_recorder)
         self.extra_recorders = _check_recorders(recorders)
         self.pipeline = Pipeline(self.settings, lambda s: default_recorders(s, self.extra_recorders))
         self._warned_no_cell = False

@@ -47,6 +47,9 @@ def default_recorders(settings, extra=()):
         out.append(EvalRecorder())
     if settings.live_health is not None:
         out.append(LiveHealthRecorder())
+    if settings.flight_recorder:
+        from ..flight_recorder import FlightRecorder
+        out.append(FlightRecorder(settings.flight_recorder))
     out.extend(extra)
     out.append(RunInfoRecorder())
     return out

@@ -123,7 +123,8 @@ class MonitorSettings:
                  eval_freq=None, eval_model=None, debug=(), debug_freq=100, activation_samples=4,
                  activations_include=None, layers_include=None, layers_exclude=None,
                  max_layers=DEFAULT_MAX_LAYERS, hparams=None, registry="auto", max_file_bytes=None,
-                 max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None):
+                 max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None,
+                 flight_recorder=100):
         from tb_plugin_mindspore.writer import check_sizes
 
         if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
@@ -176,3 +177,5 @@ class MonitorSettings:
         self.eval_model = eval_model
         self.hparams = dict(hparams) if hparams else None
         self.registry = registry
+        from ..flight_recorder import parse_flight_steps
+        self.flight_recorder = parse_flight_steps(flight_recorder)
