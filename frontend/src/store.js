@@ -11,6 +11,7 @@ import {
   fetchScalars,
   fetchScalarsBatch,
 } from "./api.js";
+import { aggregateSeries } from "./grouping.js";
 
 /**
  * Groups (run, tag) pairs into batch requests whose runs x tags cross product is exactly the pairs asked for:
@@ -88,6 +89,31 @@ export class SeriesStore {
     this.pending = []; // [{run, tag, resolve, reject}] waiting for the next batch
     this.flushTimer = null;
     this.requests = 0; // requests sent (for tests and the page's data attributes)
+    this.groups = new Map(); // group id -> its runs: get(id, tag) answers their mean with a min / max band
+  }
+
+  /** Run groups drawn as one series each ([{id, runs}]); replaces the previous ones. */
+  setGroups(groups) {
+    const next = new Map(groups.map((g) => [g.id, g.runs]));
+    for (const [id, runs] of this.groups) {
+      const now = next.get(id);
+      if (!now || now.length !== runs.length || now.some((r, i) => r !== runs[i])) this.forgetGroup(id);
+    }
+    this.groups = next;
+  }
+
+  forgetGroup(id) {
+    for (const key of [...this.cache.keys()]) if (JSON.parse(key)[0] === id) this.cache.delete(key);
+  }
+
+  /** A group's series: its runs' series (the ones that have the tag) aggregated. */
+  async groupSeries(id, tag, refresh) {
+    const runs = this.groups.get(id) || [];
+    const members = await Promise.all(runs.map((r) => this.get(r, tag, { refresh }).catch(() => null)));
+    if (!members.some(Boolean)) {
+      throw new ApiError(`no run of ${id} has the tag "${tag}"`, { status: 404, code: 404, route: "scalars_batch" });
+    }
+    return aggregateSeries(id, tag, members, this.maxPoints);
   }
 
   static key(run, tag) {
@@ -114,7 +140,7 @@ export class SeriesStore {
       entry = { data: null, promise: null };
       this.cache.set(key, entry);
     }
-    const promise = this.request(run, tag).then(
+    const promise = this.request(run, tag, refresh).then(
       (data) => {
         entry.data = data;
         entry.promise = null;
@@ -142,11 +168,12 @@ export class SeriesStore {
   retain(isWanted) {
     for (const key of [...this.cache.keys()]) {
       const [run, tag] = JSON.parse(key);
-      if (!isWanted(run, tag)) this.cache.delete(key);
+      if (!this.groups.has(run) && !isWanted(run, tag)) this.cache.delete(key);
     }
   }
 
-  request(run, tag) {
+  request(run, tag, refresh = false) {
+    if (this.groups.has(run)) return this.groupSeries(run, tag, refresh);
     if (!this.batchFetcher) return this.schedule(() => this.fetcher(run, tag, this.maxPoints));
     return new Promise((resolve, reject) => {
       this.pending.push({ run, tag, resolve, reject });

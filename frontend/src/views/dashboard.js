@@ -89,6 +89,7 @@ export class Dashboard {
     this.settingsPanel = new SettingsPanel({ settings: this.settings, onChange: (what) => this.onSettingsChange(what) });
     this.deselected = new Set(this.settings.deselectedRuns);
     this.runSelector = new RunSelector({
+      store: this.store, // told which runs each group holds: a group's series is their mean with a min / max band
       deselected: this.deselected,
       filter: this.settings.runFilter,
       onChange: () => {
@@ -265,7 +266,8 @@ export class Dashboard {
     const colors = this.colors.update(runs);
     if (!same) this.runSelector.setRuns(runs, colors);
     this.visibleRunsChanged();
-    this.store.retain((run, tag) => runs.includes(run) && this.index.has(viewKey("scalar", tag)));
+    const present = new Set(runs);
+    this.store.retain((run, tag) => present.has(run) && this.index.has(viewKey("scalar", tag)));
     this.app.dataset.requests = String(this.store.requests);
   }
 
@@ -435,10 +437,9 @@ export class Dashboard {
 
   /** The visible runs that have the series of this index entry, with their colors. */
   runsOf(info) {
-    return this.runSelector
-      .visibleRuns()
-      .filter((r) => info.runs.has(r))
-      .map((r) => ({ run: r, color: this.colors.color(r) }));
+    const runs = this.runSelector.visibleRuns().filter((r) => info.runs.has(r));
+    // Line charts draw run groups when grouping is on; every view draws at most the selector's limit of runs.
+    return this.runSelector.chartRuns(runs, info.kind === "scalar", this.colors);
   }
 
   redrawAll({ refresh = false } = {}) {
