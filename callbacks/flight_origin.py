@@ -51,11 +51,11 @@ def _check_factor(spike_factor, min_history):
         raise ValueError("min_history must be an int >= 1, got %r" % (min_history,))
 
 
-def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY, overflow_ok=False):
+def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY, overflow_ok=False, start=0):
     """``(nonfinite, spike, ratio)``: bool / bool / float arrays shaped like ``norms`` (rows = steps, oldest first;
     columns = layers). ``ratio`` is each norm over the median of the same layer's finite norms in the rows before
     (NaN where fewer than ``min_history`` of them). ``overflow_ok``: non-finite norms are a loss scale's overflow
-    steps (skipped, expected), never bad."""
+    steps (skipped, expected), never bad. Ratios are computed from row ``start`` on (NaN before)."""
     _check_factor(spike_factor, min_history)
     norms = np.asarray(norms, dtype=np.float64)
     if norms.ndim != 2:
@@ -64,7 +64,7 @@ def bad_layers(norms, spike_factor=SPIKE_FACTOR, min_history=MIN_HISTORY, overfl
     finite = np.where(is_finite, norms, np.nan)
     nonfinite = np.zeros_like(is_finite) if overflow_ok else ~is_finite
     ratio = np.full(norms.shape, np.nan)
-    for i in range(min_history, norms.shape[0]):
+    for i in range(max(min_history, int(start)), norms.shape[0]):
         history = finite[:i]
         enough = np.sum(~np.isnan(history), axis=0) >= min_history
         if not enough.any():
@@ -86,7 +86,7 @@ def find_origin(norms, names, start=0, spike_factor=SPIKE_FACTOR, min_history=MI
     if norms.ndim != 2 or norms.shape[1] != len(names):
         raise ValueError("norms must be steps x layers with one column per name (%d names), got shape %s"
                          % (len(names), norms.shape))
-    nonfinite, spike, ratio = bad_layers(norms, spike_factor, min_history, overflow_ok)
+    nonfinite, spike, ratio = bad_layers(norms, spike_factor, min_history, overflow_ok, start)
     any_bad = (nonfinite | spike).any(axis=1)
     any_bad[:max(int(start), 0)] = False
     if not any_bad.any():

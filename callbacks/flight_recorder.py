@@ -144,6 +144,9 @@ class FlightRecorder(Recorder):
             return False
         capacity = self.steps + int(collect_freq)
         if not source.track_flight(layer_index, capacity):
+            cell = getattr(source, "cell", None)
+            if cell is None or not getattr(cell, "_has_grads", True):
+                return False          # no gradients to watch (no monitored cell, or a loop without grads)
             logger.warning("tb-mindspore: the flight recorder needs the training cell before its first step "
                            "(it is compiled then); it is off for this run")
             return False
