@@ -36,13 +36,13 @@ test("normalizeHealth keeps layers, source, action and one level of follow-ons",
 });
 
 test("a finding with layers and steps links to the heatmap window around it", () => {
-  assert.deepEqual(heatmapWindow([40, 42]), [30, 52]);
-  assert.deepEqual(heatmapWindow([5, 45]), [0, 85]);
+  assert.deepEqual(heatmapWindow([40, 42]), [30, 50]);
+  assert.deepEqual(heatmapWindow([5, 45]), [0, 15]);
   assert.equal(heatmapWindow(null), null);
   const t = layerTarget({ tag: "core/loss", steps: [40, 42], layers: ["1.weight"] });
   assert.equal(t.tag, LAYER_TAGS[0]);
   assert.deepEqual(t.fallbackTags, LAYER_TAGS.slice(1));
-  assert.deepEqual(t.steps, [30, 52]);
+  assert.deepEqual(t.steps, [30, 50]);
   const own = layerTarget({ tag: "debug/layer_grad_norm", steps: [3, 3], layers: ["a"] });
   assert.equal(own.tag, "debug/layer_grad_norm");
   assert.ok(!own.fallbackTags.includes("debug/layer_grad_norm"));

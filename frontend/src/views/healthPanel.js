@@ -34,11 +34,10 @@ const STATUS_RANK = { error: 0, warn: 1, ok: 2 };
 /** Per-layer heatmaps a finding with layers links to, the first one the run has wins. */
 export const LAYER_TAGS = ["debug/flight/layer_grad_norm", "debug/layer_grad_norm", "debug/update_ratio", "diagnostic/layer_weight_norm"];
 
-/** The heatmap window around a finding's steps: as many steps again on each side (at least 10), from step 0. */
-export function heatmapWindow(steps) {
+/** The heatmap window around where a finding started (its first step): 10 steps on each side, from step 0. */
+export function heatmapWindow(steps, pad = 10) {
   if (!steps) return null;
-  const pad = Math.max(10, steps[1] - steps[0]);
-  return [Math.max(0, steps[0] - pad), steps[1] + pad];
+  return [Math.max(0, steps[0] - pad), steps[0] + pad];
 }
 
 /** What clicking a finding's layers shows: {tag, fallbackTags, steps} for the owner, or null without layers or
@@ -48,6 +47,9 @@ export function layerTarget(finding) {
   const tags = LAYER_TAGS.includes(finding.tag) ? [finding.tag, ...LAYER_TAGS.filter((t) => t !== finding.tag)] : LAYER_TAGS;
   return { tag: tags[0], fallbackTags: tags.slice(1), steps: heatmapWindow(finding.steps) };
 }
+
+// The layers link reads as a link under the finding (set through the DOM: the tab's CSP allows no inline styles).
+const LINK_STYLE = { margin: "0 0 2px 60px", padding: "0 6px", border: "0", background: "none", color: "#1a73e8", font: "inherit", fontSize: "12px", textDecoration: "underline" };
 
 /** "layers a, b and 2 more" for the link text. */
 export function layersLabel(layers, limit = 3) {
@@ -216,15 +218,15 @@ export class HealthPanel {
     const content = [
       el("span", { class: `ms-health-level ms-health-${f.level}`, "data-testid": "health-level", text: f.level }),
       el("code", { class: "ms-health-rule", "data-testid": "health-rule", text: f.rule }),
-      f.source && f.source.includes("live")
-        ? el("span", { class: "ms-muted", "data-testid": "health-live", text: "seen while training", title: f.action ? `action: ${f.action}` : "" })
-        : null,
       el("span", { class: "ms-health-message", "data-testid": "health-message", text: f.message }),
       el(
         "span",
         { class: "ms-health-where" },
         f.tag ? el("code", { class: "ms-health-tag", text: f.tag }) : el("span", { class: "ms-muted", text: "whole run" }),
         f.steps ? el("span", { class: "ms-health-steps", "data-testid": "health-steps", text: rangeLabel(f.steps) }) : null,
+        f.source && f.source.includes("live")
+          ? el("span", { "data-testid": "health-live", text: "seen while training", title: f.action ? `action: ${f.action}` : "" })
+          : null,
       ),
     ];
     const attrs = {
@@ -269,6 +271,7 @@ export class HealthPanel {
       {
         type: "button",
         class: "ms-health-link ms-health-layers",
+        style: LINK_STYLE,
         "data-testid": "health-layers-link",
         "data-heatmap": target.tag,
         "data-window": rangeKey(target.steps),
@@ -286,12 +289,13 @@ export class HealthPanel {
     const key = `${run}\u0000${f.rule}\u0000${f.tag}\u0000${rangeKey(f.steps)}`;
     const details = el(
       "details",
-      { class: "ms-health-follow-ons", "data-testid": "health-follow-ons", open: this.followOpen.has(key) },
+      { class: "ms-health-follow-ons", "data-testid": "health-follow-ons", open: this.followOpen.has(key), style: { margin: "0 0 4px 6px", fontSize: "12px" } },
       el("summary", {
         class: "ms-muted",
+        style: { cursor: "pointer" },
         text: `${list.length} follow-on finding${list.length === 1 ? "" : "s"}${f.steps ? ` from step ${f.steps[0]} on` : ""} (they follow from this one)`,
       }),
-      el("ul", { class: "ms-health-findings" }, sortFindings(list).map((g) => this.renderFinding(run, g, true))),
+      el("ul", { class: "ms-health-findings", style: { paddingLeft: "24px" } }, sortFindings(list).map((g) => this.renderFinding(run, g, true))),
     );
     details.addEventListener("toggle", () => (details.open ? this.followOpen.add(key) : this.followOpen.delete(key)));
     return details;
