@@ -97,7 +97,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._data_provider, self._ms = ms_provider.with_ms_files(
             context.data_provider, self._logdir, reload_interval=reload_interval
         )
-        self._view = provider.DataView(self._data_provider)
+        self._view = provider.DataView(self._data_provider, multiplexer=getattr(context, "multiplexer", None))
         self._cache = series_cache.ResponseCache()
         self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None))
         self._layers = layers.LayerReader(self._data_provider, self._cache)
