@@ -19,7 +19,7 @@ from . import metadata
 from .health import cache as health_cache
 from .health import cli as health_cli
 from .reading import batch, downsample, encode, histograms, layers, logdir_status, ms_provider, page_contract, provider
-from .reading import series_cache
+from .reading import event_series, scalar_answer, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,22 @@ def _int_arg(request, name, default, low, high):
     return value
 
 
+def _scalar_view(request):
+    """``(max_points, window, with_superseded)`` of a scalars request: ``x_min`` / ``x_max`` (steps) and ``width``
+    (pixel columns) pick a zoom window, ``superseded=1`` adds the points a restart superseded."""
+    max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
+    x_min = _int_arg(request, "x_min", None, -(2 ** 63), 2 ** 63 - 1)
+    x_max = _int_arg(request, "x_max", None, -(2 ** 63), 2 ** 63 - 1)
+    if x_min is not None and x_max is not None and x_max < x_min:
+        raise errors.InvalidArgumentError("query parameter 'x_max' must be >= 'x_min', got %d < %d" % (x_max, x_min))
+    width = _int_arg(request, "width", None, 1, MAX_POINTS_LIMIT)
+    window = None if x_min is None and x_max is None and width is None else scalar_answer.Window(x_min, x_max, width)
+    superseded = request.args.get("superseded", "")
+    if superseded not in ("", "0", "1", "true", "false"):
+        raise errors.InvalidArgumentError("query parameter 'superseded' must be 0 or 1, got %r" % superseded)
+    return max_points, window, superseded in ("1", "true")
+
+
 class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
@@ -99,7 +115,10 @@ class MindSporePlugin(base_plugin.TBPlugin):
         )
         self._view = provider.DataView(self._data_provider, multiplexer=getattr(context, "multiplexer", None))
         self._cache = series_cache.ResponseCache()
-        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None))
+        # Every point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
+        self._events = event_series.for_logdir(self._logdir, interval=reload_interval)
+        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None),
+                                         events=self._events, ms=self._ms_logdir())
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
@@ -225,16 +244,14 @@ class MindSporePlugin(base_plugin.TBPlugin):
         ctx, eid = self._ctx(request)
         run = _required(request, "run")
         tag = _required(request, "tag")
-        max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
-        return self._view.scalars(ctx, eid, run, tag, max_points)
+        return self._batch.one(ctx, eid, run, tag, *_scalar_view(request))
 
     @json_route
     def _serve_scalars_batch(self, request):
         ctx, eid = self._ctx(request)
         runs = [r for r in request.args.getlist("run") if r]
         tags = [t for t in request.args.getlist("tag") if t]
-        max_points = _int_arg(request, "max_points", DEFAULT_MAX_POINTS, downsample.MIN_POINTS, MAX_POINTS_LIMIT)
-        return self._batch.read(ctx, eid, runs, tags, max_points)
+        return self._batch.read(ctx, eid, runs, tags, *_scalar_view(request))
 
     @json_route
     def _serve_layers(self, request):

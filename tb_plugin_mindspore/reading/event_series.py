@@ -9,25 +9,39 @@ order as TensorBoard reads them) are read incrementally with the same record rea
 (``timeline``). A scalar is what TensorBoard takes for one: a ``simple_value``, or a tensor of the ``scalars``
 plugin; an interval series is this plugin's ``interval/<tag>`` rows.
 
-``sync(run)`` reads what is new in a run now (a request calls it, with a byte budget); ``start`` reads the wanted
-runs in a daemon thread every ``interval`` seconds, at once again while data is pending.
+``start`` reads the wanted runs in a daemon thread (a run asked for the first time at once, then every
+``interval`` seconds, at once again while data is pending); ``sync(run)`` reads what is new in a run now (a request
+calls it for a run already read, so that its answer is as new as TensorBoard's).
 """
 
 import logging
+import struct
 import threading
+from array import array
 
-from tensorboard.compat.proto import event_pb2
+import numpy as np
+from tensorboard.compat.proto import event_pb2, types_pb2
 
 from .. import metadata
 from . import fs, ms_files, points, series_store
 
 logger = logging.getLogger(__name__)
 
-SYNC_BYTES = 16 << 20          # what a request reads itself before answering from TensorBoard's sample instead
+SYNC_BYTES = 4 << 20           # what a request reads itself before answering from TensorBoard's sample instead
 SYNC_WAIT_SECS = 0.5           # how long a request waits for the background thread's read to end
-RELOAD_BYTES = 16 << 20        # per run and round in the background thread
+RELOAD_BYTES = 4 << 20         # per run and call in the background thread (small: less garbage at once)
 _SCALAR, _INTERVAL, _OTHER = "scalar", "interval", "other"
 _INTERVAL_WIDTH = len(metadata.INTERVAL_FIELDS)
+
+
+def for_logdir(logdir, interval=5.0):
+    """A started :class:`EventSeries` of a local ``logdir``; None for none or a remote one (whose every read is a
+    request: there the routes use TensorBoard's sample)."""
+    if not logdir or fs.is_remote(logdir):
+        return None
+    events = EventSeries(logdir)
+    events.start(interval=interval)
+    return events
 
 
 def run_folder(logdir, run):
@@ -41,10 +55,11 @@ def run_folder(logdir, run):
 
 
 class _Run:
-    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version")
+    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up")
 
     def __init__(self, folder):
         self.folder = folder
+        self.caught_up = False  # read to the end of its files once
         self.files = {}        # name -> MsFile
         self.order = []        # names in the order first read
         self.kinds = {}        # tag -> _SCALAR / _INTERVAL / _OTHER
@@ -88,6 +103,12 @@ class EventSeries:
             r = self._runs.get(run)
             return r.intervals.get(tag) if r is not None else None
 
+    def caught_up(self, run):
+        """Whether the run's files were read to their end once (after that, ``sync`` only reads what is new)."""
+        with self._lock:
+            r = self._runs.get(run)
+            return bool(r is not None and r.caught_up)
+
     def version(self, run):
         with self._lock:
             r = self._runs.get(run)
@@ -112,7 +133,17 @@ class EventSeries:
         try:
             with self._lock:
                 r = self._runs.get(run, r)
-            return self._read_run(run, r, max_bytes)
+            pending = self._read_run(run, r, max_bytes)
+            if not pending:
+                with self._lock:
+                    r = self._runs.get(run, r)
+                    first = not r.caught_up
+                    r.caught_up = True
+                    kept = list(r.scalars.values()) + list(r.intervals.values())
+                if first:   # a long first read leaves room to grow in every column: give it back once
+                    for series in kept:
+                        series.shrink()
+            return pending
         finally:
             self._read_lock.release()
 
@@ -152,6 +183,8 @@ class EventSeries:
         return []
 
     def _add(self, r, name, payloads):
+        """Decodes ``payloads`` (event records of file ``name``) into the run's series, through compact buffers (no
+        Python object kept per point)."""
         scalars, intervals = {}, {}
         kinds = r.kinds
         parse = event_pb2.Event.FromString
@@ -173,22 +206,39 @@ class EventSeries:
                     number = value.simple_value if which == "simple_value" else (
                         points.scalar_value(value.tensor) if which == "tensor" else None)
                     if number is not None:
-                        _column(scalars, tag).append((step, wall, number))
+                        buf = scalars.get(tag)
+                        if buf is None:
+                            buf = scalars[tag] = (array("q"), array("d"), array("f"))
+                        buf[0].append(step)
+                        buf[1].append(wall)
+                        buf[2].append(number)
                 elif kind == _INTERVAL and value.WhichOneof("value") == "tensor":
-                    row = points.tensor_values(value.tensor)
-                    if row is not None and row.size == _INTERVAL_WIDTH:
-                        _column(intervals, metadata.scalar_tag_of_interval(tag)).append((step, wall, row))
-        for table, store, width in ((scalars, r.scalars, 1), (intervals, r.intervals, _INTERVAL_WIDTH)):
-            for tag, rows in table.items():
-                series = store.get(tag)
-                if series is None:
-                    series = series_store.Series(width=width)
-                    with self._lock:
-                        store[tag] = series
-                steps, walls, values = zip(*rows)
-                series.append(steps, walls, values, source=name)
+                    row = _interval_row(value.tensor)
+                    if row is not None:
+                        buf = intervals.get(tag)
+                        if buf is None:
+                            buf = intervals[tag] = (array("q"), array("d"))
+                        buf[0].append(step)
+                        buf[1].extend(row)
+        for tag, (steps, walls, values) in scalars.items():
+            self._series(r.scalars, tag, 1).append(np.frombuffer(steps, dtype=np.int64),
+                                                   np.frombuffer(walls, dtype=np.float64),
+                                                   np.frombuffer(values, dtype=np.float32), source=name)
+        for tag, (steps, rows) in intervals.items():
+            steps = np.frombuffer(steps, dtype=np.int64)
+            self._series(r.intervals, metadata.scalar_tag_of_interval(tag), _INTERVAL_WIDTH).append(
+                steps, np.zeros(steps.size), np.frombuffer(rows, dtype=np.float64).reshape(-1, _INTERVAL_WIDTH),
+                source=name)
         if scalars or intervals:
             r.version += 1
+
+    def _series(self, table, tag, width):
+        series = table.get(tag)
+        if series is None:
+            series = series_store.Series(width=width)
+            with self._lock:
+                table[tag] = series
+        return series
 
     # -- background ----------------------------------------------------------------------------------------------
     def start(self, interval=5.0):
@@ -222,11 +272,17 @@ class EventSeries:
             self._thread = None
 
 
-def _column(table, tag):
-    rows = table.get(tag)
-    if rows is None:
-        rows = table[tag] = []
-    return rows
+_DOUBLES = struct.Struct("<%dd" % _INTERVAL_WIDTH)
+
+
+def _interval_row(tensor):
+    """The 5 numbers of an interval row (a tuple), or None: raw float64 content (what the callbacks write) is
+    unpacked directly, anything else through ``points.tensor_values``."""
+    content = tensor.tensor_content
+    if tensor.dtype == types_pb2.DT_DOUBLE and len(content) == _DOUBLES.size:
+        return _DOUBLES.unpack(content)
+    values = points.tensor_values(tensor)
+    return tuple(values.tolist()) if values is not None and values.size == _INTERVAL_WIDTH else None
 
 
 def _kind_of(value, known):

@@ -13,7 +13,7 @@ import collections
 import numpy as np
 
 from .. import metadata
-from . import downsample, encode, pyramid
+from . import encode, pyramid
 
 Window = collections.namedtuple("Window", "x_min x_max width")
 Window.__new__.__defaults__ = (None, None, None)
@@ -71,7 +71,9 @@ def _points(steps, walls, values, keep, rounded):
 
 def _interval_rows(interval, lo, hi, max_points):
     """The interval rows ``[[step, min, mean, max, count, nonfinite]]`` inside ``[lo, hi]`` (with the row on each side
-    of the window), merged into at most ``max_points`` rows; None without rows."""
+    of the window), consecutive rows merged into at most ``max_points`` rows as ``downsample.bucket_intervals``
+    merges them (last step, min of the mins, count-weighted mean, max of the maxes, summed counts), computed on the
+    stored columns without copying the window; None without rows."""
     if interval is None:
         return None
     steps, rows = interval
@@ -79,9 +81,28 @@ def _interval_rows(interval, lo, hi, max_points):
         return None
     i0 = max(int(np.searchsorted(steps, lo, side="left")) - 1, 0)
     i1 = min(int(np.searchsorted(steps, hi, side="right")) + 1, steps.size)
-    table = np.column_stack([steps[i0:i1].astype(np.float64), np.asarray(rows[i0:i1], dtype=np.float64)])
-    merged = downsample.bucket_intervals(table, max_points)
-    return [[int(r[0])] + [encode.json_float(x) for x in r[1:4]] + [int(r[4]), int(r[5])] for r in merged]
+    k = i1 - i0
+    if k <= 0:
+        return None
+    size = -(-k // max_points)
+    starts = np.arange(0, k, size)
+    stops = np.minimum(starts + size, k)
+    window = rows[i0:i1]
+    count = window[:, 3].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        if size == 1:
+            table = [steps[i0:i1], window[:, 0], window[:, 1], window[:, 2], count, window[:, 4]]
+        else:
+            counts = np.add.reduceat(count, starts)
+            weighted = np.add.reduceat(np.nan_to_num(window[:, 1].astype(np.float64) * count), starts)
+            table = [steps[i0:i1][stops - 1], np.fmin.reduceat(window[:, 0], starts),
+                     np.where(counts > 0, weighted / np.where(counts > 0, counts, 1), np.nan),
+                     np.fmax.reduceat(window[:, 2], starts), counts,
+                     np.add.reduceat(window[:, 4].astype(np.float64), starts)]
+    step_col, lo_col, mean_col, hi_col, count_col, bad_col = (np.asarray(c).tolist() for c in table)
+    f = encode.json_float
+    return [[int(st), f(a), f(m), f(b), int(c), int(nf)]
+            for st, a, m, b, c, nf in zip(step_col, lo_col, mean_col, hi_col, count_col, bad_col)]
 
 
 def body(run, tag, series, interval, max_points, window=None, with_superseded=False, rounded=False):

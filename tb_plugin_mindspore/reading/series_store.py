@@ -1,9 +1,9 @@
 """Compact storage of the series the tab serves: numpy columns per series, appended as new points are read.
 
 A :class:`Series` holds every point of one scalar series (or every row of an interval series) of one run in write
-order: steps (int64), wall times (float64) and values (float32; the 5 interval statistics for an interval series),
-20 bytes a scalar point and 28 an interval row, with at most a quarter more held as room to grow. No Python object
-per point. It is cut into segments (``timeline``: a new file, or a step going back) and keeps its *final timeline*
+order: steps (int32 while they fit, else int64), wall times (float64; not for interval rows) and values (float32;
+the 5 interval statistics for an interval series): 16 bytes a scalar point and 24 an interval row, with at most a
+quarter more held as room to grow (given back after a run's first read). No Python object per point. It is cut into segments (``timeline``: a new file, or a step going back) and keeps its *final timeline*
 (what a restarted run ends up with) as it grows: a new segment truncates the final timeline at its first step and
 then appends, so the final timeline is always sorted by step and, between two restarts, only ever grows at its end,
 which lets a scalar series keep a min/max pyramid of it (``pyramid``) up to date block by block.
@@ -21,6 +21,7 @@ from . import timeline
 
 MIN_CAPACITY = 256
 GROWTH = 1.25
+_INT32 = np.iinfo(np.int32)
 
 
 class Column:
@@ -34,6 +35,10 @@ class Column:
         self.size = 0
 
     def append(self, values):
+        if self.data.dtype == np.int32:   # steps: 4 bytes while they fit, else the column becomes int64
+            values = np.asarray(values, dtype=np.int64)
+            if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
+                self.data = self.data.astype(np.int64)
         values = np.asarray(values, dtype=self.data.dtype)
         need = self.size + values.shape[0]
         if need > self.data.shape[0]:
@@ -49,6 +54,11 @@ class Column:
         self.size = min(self.size, int(size))
         self.data = self.data.copy()
 
+    def shrink(self):
+        """Gives back the room to grow (a copy of the rows kept)."""
+        if self.data.shape[0] > self.size:
+            self.data = self.data[:self.size].copy()
+
     def view(self):
         return self.data[:self.size]
 
@@ -60,23 +70,34 @@ class Column:
 class _Columns:
     __slots__ = ("steps", "walls", "values")
 
-    def __init__(self, width):
-        self.steps = Column(np.int64)
-        self.walls = Column(np.float64)
+    def __init__(self, width, walls):
+        self.steps = Column(np.int32)
+        self.walls = Column(np.float64) if walls else None
         self.values = Column(np.float32, width)
+
+    def _all(self):
+        return [c for c in (self.steps, self.walls, self.values) if c is not None]
 
     def append(self, steps, walls, values):
         self.steps.append(steps)
-        self.walls.append(walls)
+        if self.walls is not None:
+            self.walls.append(walls)
         self.values.append(values)
 
     def truncate(self, size):
-        for column in (self.steps, self.walls, self.values):
+        for column in self._all():
             column.truncate(size)
+
+    def shrink(self):
+        for column in self._all():
+            column.shrink()
+
+    def wall_view(self):
+        return self.walls.view() if self.walls is not None else None
 
     @property
     def nbytes(self):
-        return self.steps.nbytes + self.walls.nbytes + self.values.nbytes
+        return sum(c.nbytes for c in self._all())
 
 
 class Restart:
@@ -98,9 +119,10 @@ class Series:
     Thread-safe: appends and reads take the series' lock; readers get arrays that later appends never change.
     """
 
-    def __init__(self, width=1, with_pyramid=None):
+    def __init__(self, width=1, with_pyramid=None, with_walls=None):
         self.width = width
-        self._written = _Columns(width)
+        self._walls = (width == 1) if with_walls is None else bool(with_walls)
+        self._written = _Columns(width, self._walls)
         self._final = None                    # _Columns of the final timeline once the series restarted
         self._segments = []                   # [(start position, source)] in write order
         self._restarts = []
@@ -122,7 +144,8 @@ class Series:
             n = self._written.steps.size
             if not n:
                 return None
-            return int(self._written.steps.data[n - 1]), float(self._written.walls.data[n - 1])
+            wall = float(self._written.walls.data[n - 1]) if self._walls else None
+            return int(self._written.steps.data[n - 1]), wall
 
     def append(self, steps, walls, values, source=None):
         """Adds points in write order; ``source`` (e.g. the file) starts a new segment when it changes."""
@@ -160,8 +183,9 @@ class Series:
         if keep == n:
             return
         if self._final is None:   # first restart: the final timeline gets its own columns
-            self._final = _Columns(self.width)
-            self._final.append(self._written.steps.view()[:keep], self._written.walls.view()[:keep],
+            self._final = _Columns(self.width, self._walls)
+            walls = self._written.wall_view()
+            self._final.append(self._written.steps.view()[:keep], None if walls is None else walls[:keep],
                                self._written.values.view()[:keep])
         else:
             self._final.truncate(keep)
@@ -175,14 +199,21 @@ class Series:
             self._final.append(steps, walls, values)
 
     def final(self):
-        """``(steps, walls, values, pyramid or None)`` of the final timeline, sorted by step: views that later
+        """``(steps, walls or None, values, pyramid or None)`` of the final timeline, sorted by step: views that later
         appends never change (they write past the view's end or into a new buffer; a truncation copies first)."""
         with self._lock:
             cols = self._final_columns()
-            steps, walls, values = cols.steps.view(), cols.walls.view(), cols.values.view()
+            steps, walls, values = cols.steps.view(), cols.wall_view(), cols.values.view()
             if self._pyramid is not None and self._pyramid.covered + pyramid_module.FANOUT <= values.size:
                 self._pyramid.extend(values)
             return steps, walls, values, self._pyramid
+
+    def shrink(self):
+        """Gives back the columns' room to grow (after a long first read; appends grow them again)."""
+        with self._lock:
+            self._written.shrink()
+            if self._final is not None:
+                self._final.shrink()
 
     def restarts(self):
         with self._lock:
@@ -201,6 +232,7 @@ class Series:
             for i, keep in timeline.superseded(parts):
                 a, b = bounds[i], bounds[i + 1]
                 lost = ~keep
-                out.append((self._segments[i][1], steps[a:b][lost].copy(), self._written.walls.view()[a:b][lost].copy(),
-                            self._written.values.view()[a:b][lost].copy()))
+                walls = self._written.wall_view()
+                out.append((self._segments[i][1], steps[a:b][lost].copy(),
+                            None if walls is None else walls[a:b][lost].copy(), self._written.values.view()[a:b][lost].copy()))
             return out
