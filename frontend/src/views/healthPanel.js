@@ -40,12 +40,11 @@ export function heatmapWindow(steps, pad = 10) {
   return [Math.max(0, steps[0] - pad), steps[0] + pad];
 }
 
-/** What clicking a finding's layers shows: {tag, fallbackTags, steps} for the owner, or null without layers or
- * steps. The first tag is the finding's own when it is a per-layer one. */
+/** What clicking a finding's layers shows: {tag, fallbackTags, steps} for the owner; null without layers or steps,
+ * or when the finding is itself on a per-layer heatmap (clicking it already goes there). */
 export function layerTarget(finding) {
-  if (!finding.layers || !finding.layers.length || !finding.steps) return null;
-  const tags = LAYER_TAGS.includes(finding.tag) ? [finding.tag, ...LAYER_TAGS.filter((t) => t !== finding.tag)] : LAYER_TAGS;
-  return { tag: tags[0], fallbackTags: tags.slice(1), steps: heatmapWindow(finding.steps) };
+  if (!finding.layers || !finding.layers.length || !finding.steps || LAYER_TAGS.includes(finding.tag)) return null;
+  return { tag: LAYER_TAGS[0], fallbackTags: LAYER_TAGS.slice(1), steps: heatmapWindow(finding.steps) };
 }
 
 // The layers link reads as a link under the finding (set through the DOM: the tab's CSP allows no inline styles).

@@ -67,7 +67,8 @@ def _slow_layers(names, low, ratio):
             "%d layer(s) barely learn: median update ratio ||dw||/||w|| %s, below %s, while the other layers "
             "update at about %s per step (CS231n: about 1e-3 is healthy). Check their learning rate "
             "(parameter groups), whether they are frozen (requires_grad) and whether gradients reach them."
-            % (len(slow), layer_values(slow), fmt(float(low)), fmt(typical)), ratio.tag, steps)
+            % (len(slow), layer_values(slow), fmt(float(low)), fmt(typical)), ratio.tag, steps,
+            layers=tuple(n for n, _ in slow))
     if slow:
         return Finding(
             "layer_not_learning", WARN,
@@ -93,7 +94,8 @@ def _frozen_layers(weights, cfg, pattern, covered):
     return Finding("layer_not_learning", WARN,
                    "The weights of %d layer(s) did not change over steps %d-%d (%s) while other layers' weight "
                    "norms moved: they are frozen or get a zero learning rate." % (
-                       len(frozen), steps[0], steps[1], layer_list(frozen)), weights.tag, steps)
+                       len(frozen), steps[0], steps[1], layer_list(frozen)), weights.tag, steps,
+                   layers=tuple(frozen))
 
 
 @rule("layer_too_fast", WARN,
@@ -113,4 +115,5 @@ def layer_too_fast(run, cfg):
     return [Finding("layer_too_fast", WARN,
                     "%d layer(s) change too fast: median update ratio ||dw||/||w|| %s, above %s per step "
                     "(CS231n: about 1e-3 is healthy). Lower their learning rate or add warm-up." % (
-                        len(fast), layer_values(fast), fmt(float(cfg["high"]))), ratio.tag, steps)]
+                        len(fast), layer_values(fast), fmt(float(cfg["high"]))), ratio.tag, steps,
+                    layers=tuple(n for n, _ in fast))]
