@@ -101,8 +101,23 @@ export const DEFAULT_MAX_POINTS = 2000;
 // The most points the scalars route sends in one answer (its max_points limit).
 export const MAX_POINTS_LIMIT = 100000;
 
-export function fetchScalars(run, tag, maxPoints = DEFAULT_MAX_POINTS, opts) {
-  return getJson("scalars", { run, tag, max_points: maxPoints }, opts).then(normalizeScalars);
+/**
+ * One series. view: {xMin, xMax, width} asks for a zoom window (steps xMin..xMax on width pixel columns: every
+ * column's first, last, lowest and highest point and first NaN/Inf, computed by the server over every point).
+ */
+export function fetchScalars(run, tag, maxPoints = DEFAULT_MAX_POINTS, opts, view = null) {
+  const params = { run, tag, max_points: maxPoints, superseded: 1 };
+  if (view) {
+    params.x_min = Number.isFinite(view.xMin) ? Math.floor(view.xMin) : undefined;
+    params.x_max = Number.isFinite(view.xMax) ? Math.ceil(view.xMax) : undefined;
+    params.width = Number.isFinite(view.width) ? Math.max(1, Math.round(view.width)) : undefined;
+  }
+  return getJson("scalars", params, opts).then(normalizeScalars);
+}
+
+/** The max_points that lets a window of `width` pixel columns come back whole (5 points a column, plus 2). */
+export function pointsForWidth(width) {
+  return Math.min(MAX_POINTS_LIMIT, Math.max(10, 5 * Math.round(width) + 2));
 }
 
 /** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval, family, layers, source}]}}}, every field present. */
@@ -148,6 +163,12 @@ export function normalizeScalars(body) {
     downsampled: Boolean(body.downsampled),
     points: decodeRows(body.points),
     interval: body.interval ? decodeInterval(body.interval) : null,
+    // Where the run went back to an earlier step (a resume from a checkpoint), and the points that hid.
+    restarts: Array.isArray(body.restarts)
+      ? body.restarts.map((r) => ({ step: decodeNumber(r.step), superseded_points: Number(r.superseded_points) || 0 })).filter((r) => Number.isFinite(r.step))
+      : [],
+    superseded: Array.isArray(body.superseded) ? body.superseded.map((p) => ({ points: decodeRows(p.points) })) : [],
+    window: body.window && typeof body.window === "object" ? { ...body.window } : null,
   };
 }
 
@@ -172,6 +193,7 @@ export function batchUrl(runs, tags, maxPoints = DEFAULT_MAX_POINTS) {
   for (const run of runs) query.append("run", String(run));
   for (const tag of tags) query.append("tag", String(tag));
   query.set("max_points", String(maxPoints));
+  query.set("superseded", "1"); // the chart hides them unless the setting shows them
   return "scalars_batch?" + query.toString();
 }
 

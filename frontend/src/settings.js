@@ -10,6 +10,7 @@ export const DEFAULTS = Object.freeze({
   logY: false,
   smoothing: 0.6,
   showInterval: true,
+  showSuperseded: false,
   runFilter: "",
   autoRefresh: true,
   collapsed: { core: false, diagnostic: false, debug: false, other: false },
@@ -23,6 +24,7 @@ function sanitize(raw) {
   if (typeof raw.logY === "boolean") s.logY = raw.logY;
   if (typeof raw.smoothing === "number" && raw.smoothing >= 0 && raw.smoothing <= 0.999) s.smoothing = raw.smoothing;
   if (typeof raw.showInterval === "boolean") s.showInterval = raw.showInterval;
+  if (typeof raw.showSuperseded === "boolean") s.showSuperseded = raw.showSuperseded;
   if (typeof raw.runFilter === "string") s.runFilter = raw.runFilter;
   if (typeof raw.autoRefresh === "boolean") s.autoRefresh = raw.autoRefresh;
   if (raw.collapsed && typeof raw.collapsed === "object") {

@@ -5,7 +5,9 @@
 // and flattens: on a sparse chart it read 5.5x the recorded value and moved a warm-up peak); a dense series is drawn
 // as TensorBoard does (smoothed bold, raw faint).
 // update() keeps the zoom when only the data changed (live refresh); a change of runs or axes rebuilds the plot and
-// puts the zoomed x range back when the axis kind is the same.
+// puts the zoomed x range back when the axis kind is the same. A user zoom (drag) and its reset (double click or
+// resetZoom) are reported to onZoom, so the card can fetch the window at full resolution. A resumed run's restarts
+// are marked with a dashed vertical line; its superseded segments are drawn dashed when opts.showSuperseded is set.
 
 import uPlot from "uplot";
 import { withAlpha } from "../colors.js";
@@ -33,6 +35,7 @@ export function smoothedIsBold(prep, smoothing) {
 }
 export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time" };
 const NONFINITE_COLOR = "#d93025";
+const RESTART_COLOR = "rgba(95, 99, 104, 0.9)";
 const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
 const HIGHLIGHT_STROKE = "rgba(227, 116, 0, 0.85)";
 
@@ -49,8 +52,10 @@ export class LineChart {
    * @param {HTMLElement} host  element the chart fills (its width is followed)
    * @param {{height?: number, yAxis?: {label: string, unit: string}}} options  yAxis: the title of the y axis
    */
-  constructor(host, { height = 220, yAxis = null } = {}) {
+  constructor(host, { height = 220, yAxis = null, onZoom = null } = {}) {
     this.host = host;
+    this.onZoom = onZoom; // ({min, max}) after a user zoom, null after its reset
+    this.pendingZoom = false;
     this.height = height;
     this.yAxis = yAxis;
     this.plot = null;
@@ -81,11 +86,15 @@ export class LineChart {
       // A reference line from another series of the run (e.g. the stability line), drawn raw and dashed.
       ref: r.reference && r.reference.points && r.reference.points.length ? prepareSeries(r.reference, { ...opts, smoothing: 0 }) : null,
       refLabel: r.referenceLabel || "reference",
+      restarts: Array.isArray(r.data.restarts) ? r.data.restarts : [],
+      parts: opts.showSuperseded && Array.isArray(r.data.superseded) ? r.data.superseded.filter((p) => p.points && p.points.length) : [],
     }));
+    // Superseded segments: raw, on the same time origin as the run's own line.
+    for (const e of this.entries) e.parts = e.parts.map((p) => prepareSeries(p, { ...opts, smoothing: 0 }, e.prep.wall0));
     const withBand = (e) => opts.showInterval && e.prep.band !== null;
     for (const e of this.entries) e.smoothBold = smoothedIsBold(e.prep, opts.smoothing);
     const key = JSON.stringify([
-      this.entries.map((e) => [e.run, e.color, withBand(e), e.smoothBold, Boolean(e.ref)]),
+      this.entries.map((e) => [e.run, e.color, withBand(e), e.smoothBold, Boolean(e.ref), e.parts.length]),
       opts.xAxis,
       opts.logY,
       smoothOn,
@@ -98,6 +107,7 @@ export class LineChart {
       tables.push(smoothOn ? [e.prep.xs, e.prep.raw, e.prep.smoothed] : [e.prep.xs, e.prep.raw]);
       if (withBand(e)) tables.push([e.prep.band.xs, e.prep.band.hi, e.prep.band.lo]);
       if (e.ref) tables.push([e.ref.xs, e.ref.raw]);
+      for (const part of e.parts) tables.push([part.xs, part.raw]);
     }
     const data = tables.length ? uPlot.join(tables) : [[]];
 
@@ -125,7 +135,11 @@ export class LineChart {
     const faint = smoothOn ? this.entries.filter((e) => !e.smoothBold).length : 0;
     this.host.dataset.smoothing = !smoothOn ? "off" : faint === this.entries.length ? "raw-bold" : faint ? "mixed" : "smoothed-bold";
     const references = this.entries.filter((e) => e.ref).length;
-    return { points, runs: this.entries.length, nonfinite, sparseSmoothed: faint, references };
+    const restarts = this.entries.reduce((n, e) => n + e.restarts.length, 0);
+    const superseded = this.entries.reduce((n, e) => n + e.parts.length, 0);
+    this.host.dataset.restarts = String(restarts);
+    this.host.dataset.superseded = String(superseded);
+    return { points, runs: this.entries.length, nonfinite, sparseSmoothed: faint, references, restarts, superseded };
   }
 
   build(data, opts, smoothOn, withBand) {
@@ -157,6 +171,9 @@ export class LineChart {
       }
       if (e.ref) {
         series.push({ label: `${e.run} ${e.refLabel}`, stroke: withAlpha(e.color, 0.8), width: 1.25, dash: [8, 4], spanGaps: true, points: { show: false } });
+      }
+      for (let i = 0; i < e.parts.length; i++) {
+        series.push({ label: `${e.run} superseded`, stroke: withAlpha(e.color, 0.5), width: 1, dash: [3, 3], spanGaps: true, points: { show: false } });
       }
     }
     const xValues =
@@ -207,6 +224,10 @@ export class LineChart {
           (u, scale) => {
             const { min, max } = u.scales[scale];
             if (scale === "x") this.xRange = { min, max };
+            if (scale === "x" && this.pendingZoom) {
+              this.pendingZoom = false;
+              if (this.onZoom) setTimeout(() => this.onZoom({ min, max }), 0);
+            }
             // Exposed for tests and for anyone inspecting the page.
             this.host.dataset[scale + "Min"] = String(min);
             this.host.dataset[scale + "Max"] = String(max);
@@ -217,17 +238,20 @@ export class LineChart {
           (u) => {
             if (u.select.width > 0) {
               this.zoomed = true;
+              this.pendingZoom = true;
               this.host.dataset.zoomed = "true";
             }
           },
         ],
-        draw: [(u) => this.drawNonFinite(u), (u) => this.drawHighlight(u)],
+        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawHighlight(u)],
       },
     };
     this.plot = new uPlot(options, data, this.canvasHost);
     this.plot.over.addEventListener("dblclick", () => {
+      const was = this.zoomed;
       this.zoomed = false;
       this.host.dataset.zoomed = "false";
+      if (was && this.onZoom) setTimeout(() => this.onZoom(null), 0);
     });
     this.host.dataset.series = String(series.length - 1);
     this.plot.over.addEventListener("mouseleave", () => {
@@ -258,6 +282,32 @@ export class LineChart {
       }
     }
     ctx.restore();
+  }
+
+  /** A dashed grey vertical line at each restart step of a resumed run (where its steps went back). */
+  drawRestarts(u) {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const seen = [];
+    ctx.save();
+    ctx.lineWidth = 1.5 * devicePixelRatio;
+    ctx.setLineDash([5 * devicePixelRatio, 3 * devicePixelRatio]);
+    for (const e of this.entries) {
+      for (const r of e.restarts) {
+        const x = this.stepToX(r.step, e.run);
+        if (x === null) continue;
+        const px = u.valToPos(x, "x", true);
+        if (!(px >= left && px <= left + width)) continue;
+        ctx.strokeStyle = RESTART_COLOR;
+        ctx.beginPath();
+        ctx.moveTo(Math.round(px) + 0.5, top);
+        ctx.lineTo(Math.round(px) + 0.5, top + height);
+        ctx.stroke();
+        seen.push(`${e.run}@${r.step}:${Math.round(px / devicePixelRatio)}`);
+      }
+    }
+    ctx.restore();
+    this.host.dataset.restartMarks = seen.join(",");
   }
 
   /** Shades the steps [first, last] (of one run's x mapping when the axis is not the step), or clears with null. */
@@ -377,9 +427,11 @@ export class LineChart {
   }
 
   resetZoom() {
+    const was = this.zoomed;
     this.zoomed = false;
     this.host.dataset.zoomed = "false";
     if (this.plot) this.plot.setData(this.plot.data, true);
+    if (was && this.onZoom) this.onZoom(null);
   }
 
   resize() {

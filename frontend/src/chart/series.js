@@ -6,14 +6,16 @@ import { emaSmooth } from "./smoothing.js";
 /**
  * @param {{points: number[][], interval: object[]|null}} data  decoded scalars response (named interval rows)
  * @param {{xAxis: "step"|"relative"|"wall", smoothing: number, logY: boolean}} opts
+ * @param {number|null} wallStart  wall time of x = 0 on a relative axis (default: the series' first point)
  * @returns {{xs, raw, smoothed, steps, walls, values, nonfiniteXs, finiteCount, band, intervals}}
  *   intervals: Map step -> interval row ({min, mean, max, count, nonfinite}) of the steps that have one.
  *   raw / smoothed hold null where nothing can be drawn (non-finite, or <= 0 on a log axis).
  */
-export function prepareSeries(data, opts) {
+export function prepareSeries(data, opts, wallStart = null) {
   const points = (data.points || []).filter((p) => Number.isFinite(p[0]));
   const xAxis = opts.xAxis || "step";
-  const wall0 = points.length ? firstFinite(points.map((p) => p[1])) : 0;
+  // wallStart: the time origin of a relative axis when this is a part of another series (a superseded segment).
+  const wall0 = wallStart !== null ? wallStart : points.length ? firstFinite(points.map((p) => p[1])) : 0;
   const xOf = (step, wall) => (xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : wall);
 
   const rows = points.map((p) => ({ x: xOf(p[0], p[1]), step: p[0], wall: p[1], value: p[2] }));
@@ -70,7 +72,7 @@ export function prepareSeries(data, opts) {
     }
   }
 
-  return { xs, raw, smoothed, steps, walls, values, smoothedValues, nonfiniteXs, finiteCount, band, intervals };
+  return { xs, raw, smoothed, steps, walls, values, smoothedValues, nonfiniteXs, finiteCount, band, intervals, wall0 };
 }
 
 function firstFinite(arr) {

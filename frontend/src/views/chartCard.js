@@ -4,6 +4,7 @@
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
+import { fetchScalars, pointsForWidth } from "../api.js";
 import { axisOf, referenceOf } from "../contract.js";
 import { el, clear } from "../dom.js";
 
@@ -20,6 +21,9 @@ export class ChartCard {
     this.active = false;
     this.generation = 0;
     this.lastRuns = [];
+    this.zoomWindow = null; // {min, max} steps of the zoomed window, fetched at full resolution
+    this.windowGeneration = 0;
+    this.shown = []; // the runs last drawn with their whole-series data
 
     this.chartHost = el("div", {
       class: "ms-chart",
@@ -110,7 +114,12 @@ export class ChartCard {
     if (generation !== this.generation) return; // a newer draw started meanwhile
     const ok = results.filter((r) => r.data);
     const failed = results.filter((r) => r.error);
-    this.drawRuns(ok, opts);
+    this.shown = ok;
+    if (this.zoomWindow && opts.xAxis === "step" && this.chart) this.loadWindow();
+    else {
+      this.zoomWindow = null;
+      this.drawRuns(ok, opts);
+    }
     if (failed.length && !ok.length) {
       this.chartHost.dataset.state = "error";
       this.showStatus(`Could not load ${this.tag}: ${failed[0].error.message}`, true);
@@ -129,7 +138,7 @@ export class ChartCard {
 
   drawRuns(runs, opts) {
     if (!this.chart) {
-      this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis });
+      this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis, onZoom: (range) => this.onZoom(range) });
       if (this.highlighted) this.chart.setHighlight(this.highlighted.steps, this.highlighted.run);
     }
     const drawn = this.chart.update(
@@ -142,6 +151,45 @@ export class ChartCard {
     this.chartHost.dataset.nonfinite = String(drawn.nonfinite);
     this.renderNotes(runs, drawn);
     this.renderMenu(runs);
+  }
+
+  /** The user zoomed (range in x values) or reset the zoom (null). */
+  onZoom(range) {
+    // Only a downsampled series has more to show inside the window than the chart already holds.
+    const more = this.shown.some((r) => r.data && r.data.downsampled);
+    if (range && more && this.lastOpts && this.lastOpts.xAxis === "step" && Number.isFinite(range.min) && Number.isFinite(range.max)) {
+      this.zoomWindow = { min: range.min, max: range.max };
+      this.loadWindow();
+      return;
+    }
+    const was = this.zoomWindow;
+    this.zoomWindow = null;
+    delete this.chartHost.dataset.window;
+    delete this.chartHost.dataset.windowPoints;
+    if (was) this.drawRuns(this.shown, this.lastOpts);
+  }
+
+  /** Fetches the zoomed window of every shown run at the chart's resolution and draws it (zoom kept). */
+  async loadWindow() {
+    const range = this.zoomWindow;
+    const generation = ++this.windowGeneration;
+    const plot = this.chart && this.chart.plot;
+    const width = plot ? plot.bbox.width / devicePixelRatio : this.chartHost.clientWidth;
+    const view = { xMin: range.min, xMax: range.max, width };
+    this.chartHost.dataset.windowState = "loading";
+    const runs = await Promise.all(
+      this.shown.map((r) =>
+        this.store
+          .schedule(() => fetchScalars(r.run, this.tag, pointsForWidth(width), undefined, view))
+          .then((data) => ({ ...r, data }))
+          .catch(() => r),
+      ),
+    );
+    if (generation !== this.windowGeneration || this.zoomWindow !== range) return;
+    this.drawRuns(runs, this.lastOpts);
+    this.chartHost.dataset.window = `${Math.floor(range.min)}-${Math.ceil(range.max)}`;
+    this.chartHost.dataset.windowPoints = String(runs.reduce((n, r) => n + r.data.points.length, 0));
+    this.chartHost.dataset.windowState = "drawn";
   }
 
   renderNotes(runs, drawn) {
@@ -165,6 +213,17 @@ export class ChartCard {
           "data-testid": "sparse-smoothing-note",
           title: `Fewer than ${SMOOTH_MIN_POINTS} recorded points: the recorded values stay bold and the smoothed line is dashed, since an average over few points lags and flattens.`,
           text: "sparse: raw line bold, smoothed dashed",
+        }),
+      );
+    }
+    if (drawn.restarts) {
+      const steps = [...new Set(runs.flatMap((r) => (r.data.restarts || []).map((x) => x.step)))].sort((a, b) => a - b);
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "restart-note",
+          title: "The run went back to an earlier step (a resume from a checkpoint): the line is its final timeline, the dashed vertical line marks the restart. Settings > Superseded segments draws the replaced steps.",
+          text: `resumed at step ${steps.join(", ")}${drawn.superseded ? " (superseded steps dashed)" : ""}`,
         }),
       );
     }

@@ -141,7 +141,7 @@ export class Dashboard {
 
   chartOptions() {
     const s = this.settings;
-    return { xAxis: s.xAxis, logY: s.logY, smoothing: s.smoothing, showInterval: s.showInterval, dark: Boolean(this.dark) };
+    return { xAxis: s.xAxis, logY: s.logY, smoothing: s.smoothing, showInterval: s.showInterval, showSuperseded: s.showSuperseded, dark: Boolean(this.dark) };
   }
 
   onSettingsChange() {

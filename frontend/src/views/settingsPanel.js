@@ -1,4 +1,5 @@
-// Chart settings: x axis (step / relative / wall time), log y, smoothing, interval band.
+// Chart settings: x axis (step / relative / wall time), log y, smoothing, interval band, superseded segments of
+// resumed runs.
 
 import { el } from "../dom.js";
 import { X_AXIS_LABELS } from "../chart/format.js";
@@ -54,6 +55,18 @@ export class SettingsPanel {
       },
     });
 
+    this.showSuperseded = el("input", {
+      type: "checkbox",
+      "data-testid": "show-superseded",
+      checked: settings.showSuperseded,
+      on: {
+        change: () => {
+          settings.showSuperseded = this.showSuperseded.checked;
+          onChange("showSuperseded");
+        },
+      },
+    });
+
     this.slider = el("input", {
       type: "range",
       class: "ms-slider",
@@ -93,6 +106,12 @@ export class SettingsPanel {
         { class: "ms-field ms-checks" },
         el("label", { class: "ms-check" }, this.logY, el("span", { text: "Log scale (y)" })),
         el("label", { class: "ms-check", title: "Min/max of every step between two recorded points, when recorded" }, this.showInterval, el("span", { text: "Min/max band" })),
+        el(
+          "label",
+          { class: "ms-check", title: "A resumed run drawn with the steps a later restart replaced (dashed); the restart is marked either way" },
+          this.showSuperseded,
+          el("span", { text: "Superseded segments" }),
+        ),
       ),
     );
   }
