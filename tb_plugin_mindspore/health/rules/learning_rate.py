@@ -61,8 +61,14 @@ def declared(run, group=None):
     groups = config.get("groups") if isinstance(config.get("groups"), list) else []
     if group is not None and group < len(groups) and isinstance(groups[group], dict):
         entry = groups[group]
-    kind = _KINDS.get(entry.get("kind")) if isinstance(entry, dict) else None
-    cls = entry.get("class") if isinstance(entry, dict) else None
+    elif group is None and len(groups) == 1 and isinstance(groups[0], dict):
+        entry = groups[0]         # one group: its entry says more (a list's length, whether it is flat)
+    if not isinstance(entry, dict):
+        entry = {}
+    kind = _KINDS.get(entry.get("kind"))
+    if entry.get("kind") == "list" and entry.get("flat") is True:
+        kind = CONSTANT           # a list of one repeated value is a constant
+    cls = entry.get("class")
     opt_said = "the optimizer was given %s" % (
         "a %s schedule" % cls if kind == SCHEDULE and cls else
         "a schedule (%s)" % entry.get("kind") if kind == SCHEDULE else
@@ -143,10 +149,21 @@ def lr_constant(run, cfg):
     return findings
 
 
+def _list_pending(run, group, last_step):
+    """Whether the optimizer was given a list of per-step rates longer than the run got through (its changes may
+    come after the last recorded step)."""
+    info = run.info if isinstance(run.info, dict) else {}
+    config = info.get("lr_config") if isinstance(info.get("lr_config"), dict) else {}
+    groups = config.get("groups") if isinstance(config.get("groups"), list) else []
+    entries = [groups[group]] if group is not None and group < len(groups) else (groups or [config])
+    return any(isinstance(e, dict) and e.get("kind") == "list" and isinstance(e.get("length"), int)
+               and e["length"] > last_step for e in entries)
+
+
 def _flat(run, group, pts, steps):
     intent, said = declared(run, group)
     value = fmt(float(pts.x[0]))
-    if intent in (CONSTANT, DYNAMIC):
+    if intent in (CONSTANT, DYNAMIC) or (intent == SCHEDULE and _list_pending(run, group, steps[1])):
         return None
     if intent == SCHEDULE:
         return Finding("lr_constant", ERROR,
