@@ -160,6 +160,36 @@ def test_nan_in_layer3_is_dumped_named_and_followed_by_debug(in_mode, entry, tmp
     boosted = list(range(detected + 1, detected + N + 1))
     assert [s for s, _ in tensors[metadata.GRAD_NORM_LAYERS]] == boosted
     assert [s for s, _ in tensors[metadata.UPDATE_RATIO_LAYERS]] == boosted
+    if (in_mode, entry) == ("graph", "model"):
+        _check_heatmaps(tmp_path, opt, bad, detected)
+
+
+def _check_heatmaps(logdir, opt, bad, detected):
+    """The tab lists the flight window in the debug tier and serves it as a layer heatmap (real TensorBoard)."""
+    import time
+
+    from tb_harness import App
+    from tb_plugin_mindspore.reading import encode
+
+    app = App(logdir)
+    try:
+        app.wait_for_runs(["."])
+        deadline = time.monotonic() + 60
+        while True:
+            debug = {e["tag"]: e for e in app.plugin("/tags")["runs"]["."]["debug"]}
+            if metadata.FLIGHT_NONFINITE_LAYERS in debug or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert debug[metadata.FLIGHT_GRAD_NORM_LAYERS]["kind"] == "layers"
+        assert debug[metadata.FLIGHT_NONFINITE_LAYERS]["layers"] == 4
+        body = app.plugin("/layers", run=".", tag=metadata.FLIGHT_GRAD_NORM_LAYERS)
+        assert layer3_name(opt) in body["layers"] and detected in body["steps"]
+        values, missing = encode.decode_bf16_planes_b64(body["values"], body["shape"])
+        column = body["steps"].index(bad)
+        row = body["layers"].index(layer3_name(opt))
+        assert np.isnan(values[row, column]) and np.isfinite(values[row, column - 1]) and not missing.any()
+    finally:
+        app.close()
 
 
 @pytest.mark.parametrize("in_mode", ["graph"], indirect=True)
