@@ -1,35 +1,31 @@
-"""Our view over TensorBoard's data provider: runs, tags by tier, and one scalar series with its interval band.
+"""Our view over TensorBoard's data provider: the runs and their tags by tier (the ``runs`` and ``tags`` routes).
 
-Reads only through ``context.data_provider`` (works with both the Python loader and ``--load_fast``). Scalars of
-any origin (ours, mindformers', the user's) are listed by tier (``metadata.tier_of``); the interval statistics our
-callbacks write under ``interval/<tag>`` are attached to the scalar they describe.
+Reads through ``context.data_provider`` (works with both the Python loader and ``--load_fast``; with the Python
+loader's multiplexer, tag names come from its summary metadata). Scalars of any origin (ours, mindformers', the
+user's) are listed by tier (``metadata.tier_of``); a scalar says whether interval statistics (``interval/<tag>``)
+describe it. The series themselves are answered by ``batch.py``.
 """
 
 import logging
 
-import numpy as np
 from tensorboard import errors
-from tensorboard.data import provider as tb_provider
 
 from .. import metadata
 from ..contract import interval as interval_contract
-from . import downsample, encode, histograms, layers, series_cache
+from . import histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
 SCALARS_PLUGIN = "scalars"
-# Read every stored point; the loader keeps as many as fix_flags asked for.
-_READ_ALL = 10 ** 9
 
 
 class DataView:
-    def __init__(self, data_provider, cache=None, multiplexer=None):
+    def __init__(self, data_provider, multiplexer=None):
         self._provider = data_provider
         # The Python loader's multiplexer (None under --load_fast): lists tag names without reading any point.
         self._multiplexer = multiplexer
         self._names = series_cache.TtlMemo()
         self._labels = {}   # tag -> (tier, display name): a logdir of thousands of runs repeats a few tag names
-        self._cache = cache if cache is not None else series_cache.ResponseCache(max_bytes=32 * 1024 * 1024)
         # The provider's listings, shared with the other routes and reused for up to a second (see series_cache).
         self._listings = series_cache.listings_for(data_provider)
         self._parsed = None   # (listing, {run: {tag: parsed content}})
@@ -130,59 +126,3 @@ class DataView:
                 tiers[tier].append(entry)
             result[name] = tiers
         return result
-
-    # -- one series ------------------------------------------------------------------------------------------------
-    def scalars(self, ctx, eid, run, tag, max_points):
-        """The ``scalars`` answer (``encode.Gzipped`` JSON; values unrounded), kept while the series and its
-        interval band are unchanged (their last point and newest step are the freshness token, as for
-        ``scalars_batch``)."""
-        datum = self._scalar_listing(ctx, eid, [run]).get(run, {}).get(tag)
-        if datum is None:
-            if not self._scalar_listing(ctx, eid, [run]):
-                raise errors.NotFoundError("no run named %r" % run)
-            raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
-        iseries = (self._listings.tensors(ctx, eid, metadata.PLUGIN_NAME).get(run) or {}).get(
-            metadata.interval_tag(tag))
-        token = (datum.step, datum.wall_time, (iseries.max_step, iseries.max_wall_time) if iseries else None)
-        key = ("scalars", run, tag, max_points)
-        answer = self._cache.get(key, token)
-        if answer is None:
-            answer = encode.Gzipped(encode.dumps(self._scalars_body(ctx, eid, run, tag, max_points)))
-            self._cache.put(key, token, answer, size=len(answer))
-        return answer
-
-    def _scalars_body(self, ctx, eid, run, tag, max_points):
-        rtf = tb_provider.RunTagFilter(runs=[run], tags=[tag])
-        data = self._provider.read_scalars(
-            ctx, experiment_id=eid, plugin_name=SCALARS_PLUGIN, downsample=_READ_ALL, run_tag_filter=rtf
-        )
-        points = data.get(run, {}).get(tag)
-        if points is None:   # gone since the listing
-            raise errors.NotFoundError("run %r has no scalar tag %r" % (run, tag))
-        points = sorted(points, key=lambda d: (d.step, d.wall_time))
-        steps = np.array([d.step for d in points], dtype=np.int64)
-        walls = np.array([d.wall_time for d in points], dtype=np.float64)
-        values = np.array([d.value for d in points], dtype=np.float64)
-        keep = downsample.keep_indices(values, max_points)
-        return {
-            "run": run,
-            "tag": tag,
-            "tier": metadata.tier_of(tag),
-            "display_name": metadata.display_name(tag),
-            "total_points": int(steps.size),
-            "downsampled": bool(keep.size < steps.size),
-            "points": [[int(s), encode.json_float(w), encode.json_float(v)]
-                       for s, w, v in zip(steps[keep].tolist(), walls[keep].tolist(), values[keep].tolist())],
-            "interval": self._interval(ctx, eid, run, tag, max_points),
-        }
-
-    def _interval(self, ctx, eid, run, tag, max_points):
-        itag = metadata.interval_tag(tag)
-        rtf = tb_provider.RunTagFilter(runs=[run], tags=[itag])
-        data = self._provider.read_tensors(
-            ctx, experiment_id=eid, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL, run_tag_filter=rtf
-        )
-        table = interval_contract.table_of_data(data.get(run, {}).get(itag))
-        if table is None:
-            return None
-        return interval_contract.json_rows(interval_contract.merge(table, max_points))
