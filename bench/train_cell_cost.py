@@ -12,6 +12,8 @@ the machine's speed fall on all of them alike:
 * ``monitored``: ``MonitoredTrainCell`` (global gradient norm, applied LR, interval statistics every step);
 * ``monitored_layers``: the same, also keeping every parameter's gradient norm (the ``layer_grad_norm`` debug
   item);
+* ``monitored_flight``: ``monitored`` with the flight recorder's ring (on by default in the monitors): the default
+  layers' gradient norms written into 110 rows kept on the device at every step;
 * with ``--mode pynative`` also ``monitored_eager`` / ``monitored_layers_eager``: the same two cells with
   ``MS_JIT=0`` set around their calls, so their statistics run op by op as before they were compiled functions
   (the earlier PYNATIVE behaviour, side by side with the current one).
@@ -31,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-CELLS = ("plain", "plain_again", "monitored", "monitored_layers")
+CELLS = ("plain", "plain_again", "monitored", "monitored_layers", "monitored_flight")
 EAGER_CELLS = ("monitored_eager", "monitored_layers_eager")
 
 
@@ -50,6 +52,11 @@ def _cell(kind):
         cell = MonitoredTrainCell.wrap(net, loss_fn, optimizer)
         if kind.startswith("monitored_layers"):
             cell.track_layer_grad_norms(range(len(cell.weights)))
+        if kind == "monitored_flight":
+            from tb_mindspore_callbacks.layers import LayerSelection
+
+            ids = [id(p) for p in cell.weights]
+            cell.track_flight([ids.index(id(p)) for p in LayerSelection().select(list(cell.weights))], 110)
     cell.set_train()
     return cell
 
