@@ -2,7 +2,8 @@
 adapt to (the protocol is in :mod:`.base`; how to write and plug in a recorder: ``Recorder``'s docstring and the
 README's callbacks section).
 
-Built in, in the order they run: core (always), weight norms (``weight_norms=True``), update ratio, per-layer
+Built in, in the order they run: core (always), rank statistics (always, on every rank: ``..rank_stats``),
+weight norms (``weight_norms=True``), update ratio, per-layer
 gradient norms, activations, data wait (``debug=[...]``), evaluation (``eval_dataset=``), live health
 (``live_health=True``, default), the user's own (``recorders=[...]``), run info (always, last: it writes what the
 others added to the run info at start, and the run end marker).
@@ -32,7 +33,9 @@ from .activations import ActivationRecorder  # noqa: E402
 
 def default_recorders(settings, extra=()):
     """The recorders of a run with these settings, in order (a new list of new recorders each call)."""
-    out = [CoreRecorder()]
+    from ..rank_stats import RankStatsRecorder
+
+    out = [CoreRecorder(), RankStatsRecorder()]
     if settings.weight_norms:
         out.append(WeightNormRecorder())
     if "update_ratio" in settings.debug:

@@ -3,6 +3,7 @@
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
 import { Dashboard } from "./views/dashboard.js";
+import { mountCluster } from "./views/clusterView.js";
 import { mountLandscapes } from "./views/landscapeView.js";
 import { mountMedia } from "./views/mediaView.js";
 import { mountRunInfo } from "./views/runInfoView.js";
@@ -30,5 +31,6 @@ export function render() {
   mountLandscapes(dashboard); // the Loss landscape section, shown when a run has landscapes
   mountRunInfo(dashboard); // hyperparameters, MindSpore lineage, run information
   mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
+  mountCluster(dashboard); // ranks x steps of a multi-rank run, grouped by node
   return dashboard;
 }
