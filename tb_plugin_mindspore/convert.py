@@ -43,7 +43,7 @@ import sys
 import time
 
 from . import records
-from .reading import logdir_status, ms_files, ms_lineage, ms_logdir
+from .reading import fs, logdir_status, ms_files, ms_lineage, ms_logdir
 
 STATE_NAME = ".tb-mindspore-convert.json"
 # 2: files ordered and superseded per run, tags named per kind; outputs of version 1 are converted again.
@@ -64,7 +64,9 @@ class ConvertError(Exception):
 
 
 def default_out(logdir):
-    """``<logdir>_tfevents`` next to ``logdir``."""
+    """``<logdir>_tfevents`` next to ``logdir`` (in the current folder for a remote logdir)."""
+    if fs.is_remote(logdir):
+        return os.path.abspath(fs.basename(fs.normalize(logdir)) + "_tfevents")
     path = os.path.abspath(os.path.expanduser(str(logdir))).rstrip(os.sep)
     return (path or os.sep) + "_tfevents"
 
@@ -79,7 +81,7 @@ def output_name(source_name):
 def _find_sources(logdir, out):
     sources = []
     out_real = os.path.realpath(out)
-    for root, dirs, names in os.walk(logdir, onerror=None):
+    for root, dirs, names in fs.walk(logdir):
         dirs.sort()
         if os.path.realpath(root) == out_real and out_real != os.path.realpath(logdir):
             dirs[:] = []
@@ -87,7 +89,7 @@ def _find_sources(logdir, out):
         for name in sorted(names):
             kind = ms_logdir.file_kind(name)
             if kind is not None:
-                sources.append((os.path.relpath(os.path.join(root, name), logdir), kind))
+                sources.append((fs.relpath(fs.join(root, name), logdir), kind))
     return sources
 
 
@@ -287,7 +289,7 @@ def _plan_run(logdir, items, chunk_bytes):
     summaries = [item for item in items if item[1] == "summary"]
     if len(summaries) > 1:
         for rel, _, entry in summaries:
-            _scan_first_steps(os.path.join(logdir, rel), entry, chunk_bytes)
+            _scan_first_steps(fs.join(logdir, rel), entry, chunk_bytes)
     later = {}
     for rel, _, entry in reversed(summaries):
         cutoffs = {kind: dict(tags) for kind, tags in later.items() if tags}
@@ -433,13 +435,13 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     MindSpore summary file, when ``out`` cannot be written, or, after converting the rest, when some source files
     could not be read.
     """
-    logdir = os.path.abspath(os.path.expanduser(str(logdir)))
+    logdir = fs.normalize(logdir)   # a local folder or a URL read through reading/fs.py
     out = default_out(logdir) if out is None else os.path.abspath(os.path.expanduser(str(out)))
-    if not os.path.exists(logdir):
+    if not fs.exists(logdir):
         raise ConvertError("%s does not exist" % logdir)
-    if not os.path.isdir(logdir):
+    if not fs.isdir(logdir):
         raise ConvertError("%s is not a directory" % logdir)
-    if not os.access(logdir, os.R_OK | os.X_OK):
+    if not fs.is_remote(logdir) and not os.access(logdir, os.R_OK | os.X_OK):
         raise ConvertError("%s cannot be read (permission denied)" % logdir)
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConvertError("the output %s exists and is not a directory" % out)
@@ -466,15 +468,15 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     unreadable, skipped = [], []
     plan = []
     for rel, kind in sources:
-        src = os.path.join(logdir, rel)
+        src = fs.join(logdir, rel)
         problem = logdir_status.entry_problem(src)
         if problem is not None:  # a FIFO would block the open below forever; a link loop cannot be opened
             skipped.append({"file": rel, "offset": None, "reason": problem})
             continue
         try:
-            with open(src, "rb"):
+            with fs.open_regular(src):
                 pass
-            size = os.path.getsize(src)
+            size = fs.getsize(src)
         except OSError as e:
             unreadable.append("%s: %s" % (rel, e.strerror or e))
             continue
@@ -497,7 +499,7 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     bar = _Progress(progress, total, len(plan))
     try:
         for index, (rel, kind, entry) in enumerate(plan, 1):
-            src = os.path.join(logdir, rel)
+            src = fs.join(logdir, rel)
             dst_rel = os.path.join(os.path.dirname(rel), output_name(os.path.basename(rel)))
             entry["output"] = dst_rel
             bar.update(file_index=index)
@@ -512,7 +514,7 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
                     raise ConvertError("cannot write %s: %s" % (e.filename, e.strerror or e))
                 unreadable.append("%s: %s" % (rel, e.strerror or e))
             for w in file_warnings:
-                w["file"] = os.path.relpath(w["file"], logdir)
+                w["file"] = fs.relpath(w["file"], logdir)
             warnings.extend(file_warnings)
         _save_state(state_path, _clean_state(state))
     except OSError as e:

@@ -128,7 +128,7 @@ class RunInfoRecorder(Recorder):
                            matched=s.layers.truncated_from or len(ctx.layer_names)),
             "hparams": self.hparams,
             "hparams_source": source or None,
-            "logdir": os.path.abspath(ctx.logdir),
+            "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),
             "start_time": time.time(),
             "compile_ms_tag": metadata.COMPILE_MS,
         }
@@ -156,8 +156,8 @@ class RunInfoRecorder(Recorder):
 
     def _append_registry(self, info):
         s = self.ctx.settings
-        if s.registry is None:
-            return
+        if s.registry is None or (s.registry == "auto" and "://" in str(s.logdir)):
+            return      # no local folder next to a remote run folder (s3://...)
         path = s.registry
         if path == "auto":
             path = os.path.join(os.path.dirname(os.path.abspath(s.logdir)), "experiments.md")

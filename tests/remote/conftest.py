@@ -57,15 +57,27 @@ def s3_env(endpoint):
             "S3_ENDPOINT": endpoint}
 
 
-@pytest.fixture
-def bucket(s3_endpoint, monkeypatch):
+def use_s3(monkeypatch, endpoint):
+    """Points this process at ``endpoint``: the environment, our fs layer, and TensorBoard's S3 reader (which reads
+    ``S3_ENDPOINT`` once, when its gfile module is first imported)."""
+    from tensorboard.compat.tensorflow_stub.io import gfile
+
     from tb_plugin_mindspore.reading import fs
 
-    env = s3_env(s3_endpoint)
+    env = s3_env(endpoint)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
         monkeypatch.delenv(key, raising=False)
     fs.reset()
+    gfile.register_filesystem("s3", gfile.S3FileSystem())
+    return env
+
+
+@pytest.fixture
+def bucket(s3_endpoint, monkeypatch):
+    from tb_plugin_mindspore.reading import fs
+
+    env = use_s3(monkeypatch, s3_endpoint)
     yield Bucket(s3_endpoint, env)
     fs.reset()

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import Bucket, s3_env
+from conftest import Bucket, use_s3
 from tb_harness import fetch_json, free_port
 from tb_plugin_mindspore.reading import fs
 from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
@@ -27,10 +27,7 @@ def trained(s3_endpoint, tmp_path_factory):
     pytest.importorskip("mindspore")
     tmp = tmp_path_factory.mktemp("remote")
     with pytest.MonkeyPatch.context() as mp:
-        env = s3_env(s3_endpoint)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        fs.reset()
+        env = use_s3(mp, s3_endpoint)
         bucket = Bucket(s3_endpoint, env)
         staging = tmp / "staging"
         proc = subprocess.run([sys.executable, os.path.join(HERE, "remote_training.py"), bucket.url + "/logs/run_a",
@@ -120,6 +117,8 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
         assert [p[0] for p in got[("ms_run", "loss")]["points"]] == list(range(1, 41))
         health = _get(base, "/health")
         assert {"run_a", "ms_run"} <= {r["run"] for r in health["runs"]}
+        info = json.dumps(_get(base, "/run_info", run="run_a"))
+        assert json.dumps(bucket.url + "/logs/run_a") in info          # the run folder as given, not a local path
         status = _get(base, "/status")
         assert status["counts"]["ms_files"] == 1 and status["counts"]["event_files"] >= 1
     finally:
@@ -131,3 +130,18 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
     assert check.returncode == 0, check.stderr[-2000:]
     report = json.loads(check.stdout)
     assert {"run_a", "ms_run"} <= {r["run"] for r in report["runs"]}
+
+
+def test_convert_reads_s3(trained, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    bucket, data, name = trained
+    bucket.put("conv/ms_run/" + name, data)
+    out = tmp_path / "converted"
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "convert",
+                           bucket.url + "/conv", "--out", str(out), "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    acc = EventAccumulator(str(out / "ms_run"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss")] == list(range(1, 41))

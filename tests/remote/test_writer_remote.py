@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import Bucket, s3_env
+from conftest import Bucket, use_s3
 from tb_harness import free_port
 from tb_plugin_mindspore import metadata, writer as writer_module
 from tb_plugin_mindspore.reading import fs
@@ -61,11 +61,8 @@ def test_unreachable_store_never_blocks_and_retries(s3_endpoint, tmp_path, monke
     from moto.server import ThreadedMotoServer
 
     port = free_port()
-    env = s3_env("http://127.0.0.1:%d" % port)          # nothing listens there yet
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    env = use_s3(monkeypatch, "http://127.0.0.1:%d" % port)          # nothing listens there yet
     monkeypatch.setenv("TB_MINDSPORE_STAGING", str(tmp_path))
-    fs.reset()
     url = "s3://late-bucket/run"
     caplog.set_level(logging.WARNING, logger="tb_plugin_mindspore.writer")
     w = SummaryWriter(url, upload_secs=0.2)
