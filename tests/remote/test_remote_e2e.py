@@ -145,3 +145,25 @@ def test_convert_reads_s3(trained, tmp_path):
     acc = EventAccumulator(str(out / "ms_run"), size_guidance={"scalars": 0})
     acc.Reload()
     assert [e.step for e in acc.Scalars("loss")] == list(range(1, 41))
+
+
+def test_any_fsspec_protocol(trained, tmp_path, monkeypatch):
+    """The same code serves other fsspec filesystems (gs://, hdfs://, ... with their library installed); fsspec's
+    in-memory filesystem stands for them here: the *_MS reader and the writer's uploads."""
+    import fsspec
+
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.writer import SummaryWriter
+
+    _, data, name = trained
+    mem = fsspec.filesystem("memory")
+    mem.pipe("/tbms-any/logs/ms_run/" + name, data)
+    reader = MsLogdir("memory://tbms-any/logs")
+    reader.reload()
+    assert reader.runs() == ["ms_run"] and list(reader.scalar_arrays("ms_run", "loss")[0]) == list(range(1, 41))
+    monkeypatch.setenv("TB_MINDSPORE_STAGING", str(tmp_path))
+    with SummaryWriter("memory://tbms-any/logs/run_w") as w:
+        w.scalar(metadata.LOSS, 0.5, 1)
+    assert [p.rsplit("/", 1)[-1] for p in mem.ls("/tbms-any/logs/run_w", detail=False)] == [
+        w.base_path.rsplit("/", 1)[-1]]
+    mem.rm("/tbms-any", recursive=True)
