@@ -17,10 +17,13 @@ The functions mirror ``os``: :func:`stat` returns an ``os.stat_result``-like val
 """
 
 import collections
+import logging
 import os
 import stat as stat_module
 import threading
 import time
+
+logger = logging.getLogger(__name__)
 
 LISTING_SECS = 1.0
 _ENDPOINT_VARS = ("S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
@@ -32,6 +35,8 @@ counters = {"requests": 0, "bytes": 0}
 _lock = threading.Lock()
 _filesystems = {}
 _listed = {}             # url -> (monotonic time, Stat) from the last listing
+_last_walk = {}          # top url -> the last listing that worked (served again while the store cannot be reached)
+_failing = set()         # tops whose listing fails (warned once each)
 
 
 def is_remote(path):
@@ -123,6 +128,8 @@ def reset():
     with _lock:
         _filesystems.clear()
         _listed.clear()
+        _last_walk.clear()
+        _failing.clear()
 
 
 def _count(nbytes=0):
@@ -196,7 +203,15 @@ def exists(path):
 
 
 def lexists(path):
-    return os.path.lexists(path) if not is_remote(path) else exists(path)
+    """``os.path.lexists``; for a URL, True also when the store cannot be reached (not a reason to forget a file)."""
+    if not is_remote(path):
+        return os.path.lexists(path)
+    fs, rpath = filesystem(path)
+    try:
+        _count()
+        return bool(fs.exists(rpath))
+    except Exception:
+        return True
 
 
 def islink(path):
@@ -209,8 +224,9 @@ def getsize(path):
 
 def walk(top):
     """``os.walk(top)`` for local paths (folders sorted by the caller as before); for URLs one recursive listing
-    turned into the same ``(root, dirs, names)`` triples, parents first, names sorted. A listing that fails
-    yields nothing (like ``os.walk`` on a missing folder)."""
+    turned into the same ``(root, dirs, names)`` triples, parents first, names sorted. When the store cannot be
+    reached the last listing that worked is served again (one warning; nothing is forgotten during an outage), or
+    nothing if there was none (like ``os.walk`` on a missing folder)."""
     if not is_remote(top):
         yield from os.walk(top)
         return
@@ -220,8 +236,22 @@ def walk(top):
     try:
         _count()
         found = fs.find(rtop, withdirs=False, detail=True)
-    except Exception:
-        return
+    except Exception as e:
+        with _lock:
+            found = _last_walk.get(top)
+            first = top not in _failing
+            _failing.add(top)
+        if first:
+            logger.warning("tb-mindspore: cannot list %s (%s); showing what was read before, retrying", top,
+                           str(e).splitlines()[0] if str(e) else type(e).__name__)
+        if found is None:
+            return
+    else:
+        with _lock:
+            _last_walk[top] = found
+            if top in _failing:
+                _failing.discard(top)
+                logger.warning("tb-mindspore: %s can be listed again", top)
     now = time.monotonic()
     tree = collections.defaultdict(lambda: (set(), []))
     tree[top]

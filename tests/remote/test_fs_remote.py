@@ -87,3 +87,29 @@ def test_header_scanner_and_status_on_s3(bucket):
     before = fs.counters["bytes"]
     assert scanner.findings([path]) == []
     assert fs.counters["bytes"] - before == len(more)
+
+
+def test_store_outage_forgets_nothing(monkeypatch, caplog):
+    """The *_MS reader over a store that goes away: its runs stay, a reload neither raises nor forgets them."""
+    from moto.server import ThreadedMotoServer
+
+    from conftest import Bucket, use_s3
+    from tb_harness import free_port
+    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        env = use_s3(monkeypatch, "http://127.0.0.1:%d" % port)
+        bucket = Bucket("http://127.0.0.1:%d" % port, env)
+        bucket.put("logs/run/x.out.events.summary.1.0.h_MS", b"")
+        reader = MsLogdir(bucket.url + "/logs")
+        reader.reload()
+        assert reader.runs() == ["run"]
+    finally:
+        server.stop()
+    reader.reload()
+    assert reader.runs() == ["run"]
+    assert any("cannot list" in r.getMessage() for r in caplog.records)
+    fs.reset()
