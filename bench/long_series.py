@@ -12,9 +12,11 @@ without any dynamic plugin (stock sample limits). Measured:
 
 * memory: resident set of the server (and its data server) on ``base`` and on ``long`` once everything is loaded
   (for ``ours``: after the plugin has read the run, i.e. once its ``scalars`` answer counts every point); the
-  difference per million points;
-* windows, interleaved between the servers, ``--reps`` times each: ours, ``scalars`` with ``x_min`` / ``x_max`` /
-  ``width=800`` (``max_points`` 4002) for the whole run, 50 %, 1 %, 0.1 % and 0.01 % of it; whether the answer is
+  difference per million steps; for ``ours`` also before the plugin reads the run (TensorBoard's own load), so
+  the plugin's share per million stored points (scalar points and interval rows) is known;
+* windows, interleaved between the servers, ``--reps`` times each, each time a new window (shifted by a few steps,
+  so nothing comes from a cache): ours, ``scalars`` with ``x_min`` / ``x_max`` / ``width=800`` (``max_points``
+  4002) for the whole run, 50 %, 1 %, 0.1 % and 0.01 % of it; whether the answer is
   exact (per pixel column the true first, last, min, max and first NaN of every point, checked here against the
   data); stock: its ``scalars`` route (no windows: the whole sample), and how many of the spikes and NaNs it shows.
 
@@ -38,7 +40,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from server_load import Server, free_port, get, rss_mb  # noqa: E402
+from server_load import Server, free_port, get  # noqa: E402
 
 PREFIX = "/data/plugin/mindspore"
 TAG = "core/loss"
@@ -219,34 +221,33 @@ def main():
     stock = StockServer(long_dir, args.load_fast)
     try:
         load = {"stock_s": wait_stock(stock, args.points)}
-        # TensorBoard's own load, before the plugin is asked for the run:
-        t1 = time.time()
-        while True:
-            status, _, body = get(ours.base, PREFIX + "/tags", {"run": "run"}, timeout=600)
-            if status == 200:
-                try:
-                    body, _ = ours_scalars(ours.base, {"max_points": 10})
-                    if body["points"] and body["points"][-1][0] >= args.points:
-                        break
-                except RuntimeError:
-                    pass
-            time.sleep(1.0)
-        load["ours_tensorboard_s"] = time.time() - t1
+        # TensorBoard's own load (its scalars route), before the plugin is asked for the run:
+        load["ours_tensorboard_s"] = wait_stock(ours, args.points)
+        memory["ours"]["tensorboard_only_mb"] = settle_rss(ours)
         load["ours_plugin_s"] = wait_ours(ours, args.points)
         memory["ours"]["long_mb"] = settle_rss(ours)
         memory["stock"]["long_mb"] = settle_rss(stock)
         for m in memory.values():
             m["per_million_points_mb"] = (m["long_mb"] - m["base_mb"]) / (args.points / 1e6)
+        # The plugin's own share: what reading the run added to the process, per million stored points (the
+        # scalar points and as many interval rows).
+        memory["ours"]["plugin_mb"] = memory["ours"]["long_mb"] - memory["ours"]["tensorboard_only_mb"]
+        memory["ours"]["plugin_per_million_points_mb"] = memory["ours"]["plugin_mb"] / (2 * args.points / 1e6)
 
         centre = int(spikes[len(spikes) // 2])
         windows = [window_of(args.points, f, centre) for f in FRACTIONS]
         times = {f: [] for f in FRACTIONS}
         stock_times, answers = [], {}
-        for _ in range(args.reps):
+        for rep in range(args.reps):
             for f, (lo, hi) in zip(FRACTIONS, windows):
-                body, ms = ours_scalars(ours.base, {"x_min": lo, "x_max": hi, "width": WIDTH, "max_points": 5 * WIDTH + 2})
+                # A new window every time (shifted by a few steps, or one column narrower), so no answer is cached.
+                shift = 0 if f == 1.0 else 7 * rep
+                width = WIDTH - rep if f == 1.0 else WIDTH
+                lo, hi = lo + shift, hi + shift
+                body, ms = ours_scalars(ours.base, {"x_min": lo, "x_max": hi, "width": width,
+                                                    "max_points": 5 * WIDTH + 2})
                 times[f].append(ms)
-                answers[f] = body
+                answers[f] = (body, lo, hi)
             body, ms = stock_scalars(stock.base)
             stock_times.append(ms)
             stock_body = body
@@ -257,8 +258,8 @@ def main():
     stock_steps = {int(row[1]) for row in stock_body or []}
     stock_nan = sum(1 for row in stock_body or [] if isinstance(row[2], str) or not math.isfinite(row[2]))
     rows = []
-    for f, (lo, hi) in zip(FRACTIONS, windows):
-        body = answers[f]
+    for f in FRACTIONS:
+        body, lo, hi = answers[f]
         kept = [p[0] for p in body["points"]]
         rows.append({"window": "%g%%" % (100 * f), "steps": [lo, hi], "inside": body["window"]["points_inside"],
                      "points": len(kept), "median_ms": statistics.median(times[f]), "max_ms": max(times[f]),
@@ -273,9 +274,12 @@ def main():
           % (args.points, TAG, args.points, made_s, args.load_fast))
     print("load: stock %.0f s; ours: TensorBoard %.0f s, then the plugin's own read %.0f s"
           % (load["stock_s"], load["ours_tensorboard_s"], load["ours_plugin_s"]))
-    print("%-8s %10s %10s %12s" % ("memory", "base MB", "long MB", "MB/M points"))
+    print("%-8s %10s %10s %12s" % ("memory", "base MB", "long MB", "MB/M steps"))
     for name, m in memory.items():
         print("%-8s %10.0f %10.0f %12.1f" % (name, m["base_mb"], m["long_mb"], m["per_million_points_mb"]))
+    print("ours: %.0f MB once TensorBoard had loaded the run; the plugin's read added %.0f MB = %.1f MB per million "
+          "stored points" % (memory["ours"]["tensorboard_only_mb"], memory["ours"]["plugin_mb"],
+                             memory["ours"]["plugin_per_million_points_mb"]))
     print("%-8s %-20s %9s %7s %10s %8s %6s %7s" % ("window", "steps", "inside", "points", "median ms", "max ms",
                                                      "exact", "spikes"))
     for r in rows:

@@ -192,19 +192,30 @@ def column_extremes(values, pyramid, starts, stops):
     return lo_at, hi_at, bad_at
 
 
+def search(steps, x, side="left"):
+    """``np.searchsorted(steps, x)`` for integer ``steps`` and any number(s) ``x``, without numpy converting all of
+    ``steps`` to a wider type first (an int32 column searched for a Python int or a float is copied whole)."""
+    info = np.iinfo(steps.dtype)
+    x = np.asarray(x, dtype=np.float64)
+    # For integer steps, "< x" is "< ceil(x)" and "<= x" is "<= floor(x)".
+    x = np.ceil(x) if side == "left" else np.floor(x)
+    x = np.clip(x, info.min, info.max).astype(steps.dtype)
+    return np.searchsorted(steps, x, side=side)
+
+
 def m4_indices(steps, values, pyramid, x_min, x_max, width):
     """Sorted positions of the points that draw ``values`` over steps ``[x_min, x_max]`` exactly on ``width``
     pixel columns: per column its first, last, lowest and highest point and its first non-finite one, plus the
     nearest point on each side of the window (so the line enters and leaves it). ``steps`` ascending."""
     n = int(steps.size)
-    i0 = int(np.searchsorted(steps, x_min, side="left"))
-    i1 = int(np.searchsorted(steps, x_max, side="right"))
+    i0 = int(search(steps, x_min, "left"))
+    i1 = int(search(steps, x_max, "right"))
     outside = [i for i in (i0 - 1, i1) if 0 <= i < n]
     if i1 - i0 <= 4 * width:
         return np.unique(np.r_[np.arange(i0, i1), outside].astype(np.int64))
     span = float(x_max) - float(x_min)
     edges = float(x_min) + span * np.arange(1, width) / width
-    cuts = np.r_[i0, np.searchsorted(steps, edges, side="left"), i1].astype(np.int64)
+    cuts = np.r_[i0, search(steps, edges, "left"), i1].astype(np.int64)
     starts, stops = cuts[:-1], cuts[1:]
     nonempty = stops > starts
     starts, stops = starts[nonempty], stops[nonempty]

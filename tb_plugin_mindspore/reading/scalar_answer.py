@@ -61,12 +61,25 @@ def _window_of(steps, window):
     return lo, max(lo, hi)
 
 
+_NAMES = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def json_numbers(array):
+    """A float array as a JSON-safe list: non-finite numbers as their names (``encode.json_float``), vectorized."""
+    array = np.asarray(array)
+    out = array.tolist()
+    bad = np.flatnonzero(~np.isfinite(array))
+    for i in bad.tolist():
+        out[i] = _NAMES[repr(float(array[i])).lower()]
+    return out
+
+
 def _points(steps, walls, values, keep, rounded):
     if rounded:
         return [list(p) for p in zip(steps[keep].tolist(), encode.round_list(walls[keep], 3),
                                      encode.json_significant(values[keep], 7))]
-    return [[int(s), encode.json_float(w), encode.json_float(v)]
-            for s, w, v in zip(steps[keep].tolist(), walls[keep].tolist(), np.asarray(values[keep]).tolist())]
+    return [list(p) for p in zip(steps[keep].tolist(), json_numbers(walls[keep]),
+                                 json_numbers(np.asarray(values[keep], dtype=np.float64)))]
 
 
 def _interval_rows(interval, lo, hi, max_points):
@@ -79,8 +92,8 @@ def _interval_rows(interval, lo, hi, max_points):
     steps, rows = interval
     if not steps.size:
         return None
-    i0 = max(int(np.searchsorted(steps, lo, side="left")) - 1, 0)
-    i1 = min(int(np.searchsorted(steps, hi, side="right")) + 1, steps.size)
+    i0 = max(int(pyramid.search(steps, lo, "left")) - 1, 0)
+    i1 = min(int(pyramid.search(steps, hi, "right")) + 1, steps.size)
     k = i1 - i0
     if k <= 0:
         return None
@@ -88,21 +101,21 @@ def _interval_rows(interval, lo, hi, max_points):
     starts = np.arange(0, k, size)
     stops = np.minimum(starts + size, k)
     window = rows[i0:i1]
-    count = window[:, 3].astype(np.float64)
     with np.errstate(invalid="ignore"):
         if size == 1:
-            table = [steps[i0:i1], window[:, 0], window[:, 1], window[:, 2], count, window[:, 4]]
+            table = [steps[i0:i1], window[:, 0], window[:, 1], window[:, 2], window[:, 3], window[:, 4]]
         else:
-            counts = np.add.reduceat(count, starts)
-            weighted = np.add.reduceat(np.nan_to_num(window[:, 1].astype(np.float64) * count), starts)
+            counts = np.add.reduceat(window[:, 3], starts, dtype=np.float64)
+            weighted = window[:, 1] * window[:, 3]
+            weighted[np.isnan(weighted)] = 0   # an interval without finite values has no mean
+            weighted = np.add.reduceat(weighted, starts, dtype=np.float64)
             table = [steps[i0:i1][stops - 1], np.fmin.reduceat(window[:, 0], starts),
                      np.where(counts > 0, weighted / np.where(counts > 0, counts, 1), np.nan),
                      np.fmax.reduceat(window[:, 2], starts), counts,
-                     np.add.reduceat(window[:, 4].astype(np.float64), starts)]
-    step_col, lo_col, mean_col, hi_col, count_col, bad_col = (np.asarray(c).tolist() for c in table)
-    f = encode.json_float
-    return [[int(st), f(a), f(m), f(b), int(c), int(nf)]
-            for st, a, m, b, c, nf in zip(step_col, lo_col, mean_col, hi_col, count_col, bad_col)]
+                     np.add.reduceat(window[:, 4], starts, dtype=np.float64)]
+    cols = [np.asarray(table[0]).tolist()] + [json_numbers(np.asarray(c, dtype=np.float64)) for c in table[1:4]]
+    cols += [np.asarray(c, dtype=np.int64).tolist() for c in table[4:]]
+    return [list(r) for r in zip(*cols)]
 
 
 def body(run, tag, series, interval, max_points, window=None, with_superseded=False, rounded=False):
@@ -118,7 +131,7 @@ def body(run, tag, series, interval, max_points, window=None, with_superseded=Fa
     lo, hi = _window_of(steps, window)
     width = columns_for(max_points, window.width)
     keep = pyramid.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
-    inside = int(np.searchsorted(steps, hi, side="right") - np.searchsorted(steps, lo, side="left"))
+    inside = int(pyramid.search(steps, hi, "right") - pyramid.search(steps, lo, "left")) if n else 0
     shown = int(((steps[keep] >= lo) & (steps[keep] <= hi)).sum()) if keep.size else 0
     out = {
         "run": run,

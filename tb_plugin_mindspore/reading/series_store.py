@@ -179,7 +179,7 @@ class Series:
         n = final.steps.size
         if not n:
             return
-        keep = int(np.searchsorted(final.steps.view(), step, side="left"))
+        keep = int(pyramid_module.search(final.steps.view(), step, "left"))
         if keep == n:
             return
         if self._final is None:   # first restart: the final timeline gets its own columns

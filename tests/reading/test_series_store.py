@@ -94,17 +94,19 @@ def test_pyramid_grows_block_by_block_like_one_built_at_once():
 
 
 def test_window_of_a_million_points_under_100_ms():
+    """CPU time (the machine is shared: wall time measures the other jobs too), with a band of a million rows."""
     steps, values = _series(1_000_000, spikes=[500_000], nans=[10])
     pyr = pyramid.Pyramid()
     pyr.extend(values)
-    series = scalar_answer.Timeline(steps, steps.astype(np.float64), values, pyr)
+    series = scalar_answer.Timeline(steps.astype(np.int32), steps.astype(np.float64), values, pyr)
+    band = (steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
     timings = []
     for lo, hi in [(None, None), (int(steps[100_000]), int(steps[900_000])), (int(steps[499_000]), int(steps[501_000]))]:
-        start = time.perf_counter()
-        body = scalar_answer.body("r", "core/loss", series, None, 4002, scalar_answer.Window(lo, hi, 800))
-        timings.append(time.perf_counter() - start)
-        assert len(body["points"]) <= 4002
-    assert min(timings) < 0.1 and sorted(timings)[1] < 0.25, timings   # generous on a shared machine
+        start = time.process_time()
+        body = scalar_answer.body("r", "core/loss", series, band, 4002, scalar_answer.Window(lo, hi, 800))
+        timings.append(time.process_time() - start)
+        assert len(body["points"]) <= 4002 and len(body["interval"]) <= 4002
+    assert max(timings) < 0.1, timings
 
 
 def test_cut_steps_is_the_restart_rule():
