@@ -23,11 +23,14 @@ MAD_SCALE = 1.4826
 
 
 def _rolling_fraction(flags, window):
-    """Per row and column: the fraction of ``flags`` set among the last ``window`` columns (ends at the column)."""
-    c = np.cumsum(np.pad(flags.astype(np.int32), ((0, 0), (1, 0))), axis=1)
-    lo = np.maximum(np.arange(1, flags.shape[1] + 1) - window, 0)
-    n = np.arange(1, flags.shape[1] + 1) - lo
-    return (c[:, 1:] - c[:, lo]) / n
+    """Per row: the fraction of ``flags`` set in each full window of ``window`` columns, indexed by the window's
+    last column (columns before the first full window are 0)."""
+    c = np.zeros((flags.shape[0], flags.shape[1] + 1), dtype=np.int32)
+    np.cumsum(flags, axis=1, out=c[:, 1:])
+    frac = np.zeros(flags.shape, dtype=np.float32)
+    if flags.shape[1] >= window:
+        frac[:, window - 1:] = (c[:, window:] - c[:, :-window]) / np.float32(window)
+    return frac
 
 
 def _first_sustained(frac, enough, window):
@@ -35,16 +38,27 @@ def _first_sustained(frac, enough, window):
     ok = frac >= enough
     ok[:, :window - 1] = False
     any_ok = ok.any(axis=1)
-    first = np.where(any_ok, ok.argmax(axis=1), -1)
-    return first
+    return np.where(any_ok, ok.argmax(axis=1), -1)
 
 
 def column_median(values, present):
-    """Median over ranks of each column's present, finite values (NaN where there are none)."""
-    masked = np.where(present & np.isfinite(values), values, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN columns give NaN
-        return np.nanmedian(masked, axis=0)
+    """Median over ranks (rows) of each column's present, finite values (NaN where there are none). The columns
+    are made contiguous and partitioned (NaN goes last), one pass for all columns, which is what makes 1,024 ranks
+    x thousands of steps take a fraction of a second (numpy's nanmedian walks the columns one by one)."""
+    x = np.where(present & np.isfinite(values), values, np.nan).astype(np.float32).T.copy()
+    n = np.count_nonzero(~np.isnan(x), axis=1)
+    if not x.size:
+        return np.full(x.shape[0], np.nan)
+    lo = np.clip((n - 1) // 2, 0, None)
+    hi = np.clip(n // 2, 0, None)
+    if n.min() == n.max():
+        x.partition(sorted({int(lo[0]), int(hi[0])}), axis=1)
+    else:
+        x.sort(axis=1)
+    rows = np.arange(x.shape[0])
+    med = (x[rows, lo].astype(np.float64) + x[rows, hi]) / 2.0
+    med[n == 0] = np.nan
+    return med
 
 
 def stragglers(step_time, present, wait=None, wait_present=None, window=5, threshold=0.05, enough=0.8,
@@ -116,7 +130,7 @@ def divergent(values, present, window=5, z=6.0, min_rel=0.2, enough=0.6, min_ran
         fin = ok & np.isfinite(y)
         med = column_median(y, fin)
         mad = column_median(np.abs(y - med), fin)
-        raw_med = column_median(x, ok & np.isfinite(x))
+        raw_med = column_median(x, ok & np.isfinite(x)) if log else med
         robust = np.abs(y - med) / (MAD_SCALE * mad + 1e-12)
         rel = np.abs(x - raw_med) / np.maximum(np.abs(raw_med), 1e-12)
     depart = fin & (robust > z) & (rel > min_rel)
@@ -147,7 +161,7 @@ def stopped(last_cols, n_cols, min_behind=2):
     return [int(r) for r in np.nonzero((last >= 0) & (last <= newest - min_behind))[0]]
 
 
-def theil_sen(x, y, max_points=200):
+def theil_sen(x, y, max_points=100):
     """Median of pairwise slopes (at most ``max_points`` evenly spaced points are paired)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.size > max_points:

@@ -21,6 +21,7 @@ import stat
 import threading
 
 import itertools
+from collections.abc import Mapping
 
 import numpy as np
 from tensorboard import errors
@@ -331,7 +332,8 @@ class ClusterData:
         return sorted(self._ranks.values(), key=lambda r: (r.host, r.rank))
 
     def aligned(self):
-        """``(ranks, steps, walls, {field: (matrix, present)})`` aligned on the union of steps (cached)."""
+        """``(ranks, steps, walls, fields)`` aligned on the union of steps (cached until the data changes);
+        ``fields`` maps a field name to ``(ranks x steps float32 matrix, present mask)``, each built on first use."""
         with self._lock:
             if self._aligned is not None:
                 return self._aligned
@@ -339,24 +341,66 @@ class ClusterData:
             per = [r.arrays() for r in ranks]
             steps = _union([p[0] for p in per])
             walls = np.full(steps.size, np.nan)
-            fields = []
-            for p in per:
-                fields.extend(f for f in p[2] if f not in fields)
-            mats = {f: np.full((len(ranks), steps.size), np.nan, dtype=np.float32) for f in fields}
-            present = {f: np.zeros((len(ranks), steps.size), dtype=bool) for f in fields}
-            for i, (s, w, cols) in enumerate(per):
-                if not s.size:
-                    continue
-                idx = np.searchsorted(steps, s)
-                walls[idx] = np.fmax(walls[idx], w)
-                for f, col in cols.items():
-                    mats[f][i, idx] = col
-                    measured = ~np.isnan(col)
-                    # NaN means "not measured" for timings and memory, and for a rank that never had the value
-                    # (no MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN.
-                    present[f][i, idx] = measured if f in _NAN_MEANS_MISSING or not measured.any() else True
-            self._aligned = (ranks, steps, walls, {f: (mats[f], present[f]) for f in fields})
+            places = []
+            for s, w, _ in per:
+                place = _place(steps, s)
+                places.append(place)
+                if s.size:
+                    walls[place] = np.fmax(walls[place], w)
+            self._aligned = (ranks, steps, walls, _Fields(per, places, steps.size))
             return self._aligned
+
+
+def _place(steps, s):
+    """Where the rows ``s`` of a rank go on the step axis: a slice when they are its first steps (the usual case:
+    every rank writes at the same steps, a stopped one a prefix of them), else their indices."""
+    n = s.size
+    if n <= steps.size and (n == 0 or (s[0] == steps[0] and s[-1] == steps[n - 1] and np.array_equal(s, steps[:n]))):
+        return slice(0, n)
+    return np.searchsorted(steps, s)
+
+
+class _Fields(Mapping):
+    """``{field: (matrix, present)}`` of an aligned cluster, each field's matrix built when first asked for."""
+
+    def __init__(self, per, places, n_steps):
+        self._per, self._places, self._n = per, places, n_steps
+        self._names = []
+        for _, _, cols in per:
+            self._names.extend(f for f in cols if f not in self._names)
+        self._built = {}
+        self._lock = threading.Lock()
+
+    def __len__(self):
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __contains__(self, field):
+        return field in self._names
+
+    def __getitem__(self, field):
+        if field not in self._names:
+            raise KeyError(field)
+        with self._lock:
+            if field not in self._built:
+                self._built[field] = self._build(field)
+            return self._built[field]
+
+    def _build(self, field):
+        mat = np.full((len(self._per), self._n), np.nan, dtype=np.float32)
+        present = np.zeros(mat.shape, dtype=bool)
+        for i, ((_, _, cols), place) in enumerate(zip(self._per, self._places)):
+            col = cols.get(field)
+            if col is None or not col.size:
+                continue
+            mat[i, place] = col
+            measured = ~np.isnan(col)
+            # NaN means "not measured" for timings and memory, and for a rank that never had the value (no
+            # MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN.
+            present[i, place] = measured if field in _NAN_MEANS_MISSING or not measured.any() else True
+        return mat, present
 
 
 def _union(arrays):
@@ -382,19 +426,25 @@ _NAN_MEANS_MISSING = frozenset({"step_time_ms", "data_wait_ms", "host_memory_mb"
                                 "device_limit_mb"})
 
 
-def rank_status(ranks, steps, walls, matrices):
-    """Per rank ``{"last_step", "last_wall_time"}`` from the aligned rows (any field present)."""
-    any_present = None
-    for _, present in matrices.values():
-        any_present = present if any_present is None else (any_present | present)
+def rank_status(ranks):
+    """Per rank ``{"last_step", "last_wall_time"}`` of its newest row (None when it wrote none)."""
     out = []
-    for i, _ in enumerate(ranks):
-        cols = np.nonzero(any_present[i])[0] if any_present is not None else ()
-        if len(cols):
-            out.append({"last_step": int(steps[cols[-1]]), "last_wall_time": encode.json_float(walls[cols[-1]])})
+    for r in ranks:
+        steps, walls, _ = r.arrays()
+        if steps.size:
+            out.append({"last_step": int(steps[-1]), "last_wall_time": encode.json_float(walls[-1])})
         else:
             out.append({"last_step": None, "last_wall_time": None})
     return out
+
+
+def available(ranks, field):
+    """Whether any rank measured ``field`` (a value that is not NaN)."""
+    for r in ranks:
+        col = r.arrays()[2].get(field)
+        if col is not None and col.size and not np.isnan(col).all():
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -569,10 +619,10 @@ class ClusterReader:
         out = []
         for run in sorted(self._clusters()):
             data, _ = self._data(run)
-            ranks, steps, _, mats = data.aligned()
+            ranks, steps, _, _ = data.aligned()
             out.append({"run": run, "source": data.source, "ranks": len(ranks),
                         "nodes": len({r.host for r in ranks}),
-                        "metrics": [m for m in HEATMAP_METRICS if m in mats and mats[m][1].any()],
+                        "metrics": [m for m in HEATMAP_METRICS if available(ranks, m)],
                         "last_step": int(steps[-1]) if steps.size else None})
         return {"clusters": out}
 
@@ -591,7 +641,7 @@ class ClusterReader:
         else:
             matrix = np.full((len(ranks), steps.size), np.nan, dtype=np.float32)
             present = np.zeros(matrix.shape, dtype=bool)
-        status = rank_status(ranks, steps, walls, mats)
+        status = rank_status(ranks)
         total = int(steps.size)
         csteps, cwalls, cmat, cpresent = merge_columns(steps, walls, matrix, present, max_steps)
         finite = cmat[np.isfinite(cmat) & cpresent]

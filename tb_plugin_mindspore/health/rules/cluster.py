@@ -31,7 +31,8 @@ def cluster_of(run):
 
 
 def _view(run, max_points):
-    """``(ranks, steps, matrices)`` limited to the newest ``max_points`` recorded steps, or None."""
+    """``(ranks, steps, field)`` limited to the newest ``max_points`` recorded steps (``field(name)``: its
+    ``(matrix, present)`` there, or None), or None without a cluster."""
     data = cluster_of(run)
     if data is None:
         return None
@@ -39,7 +40,14 @@ def _view(run, max_points):
     if not ranks or not steps.size:
         return None
     lo = max(0, steps.size - int(max_points))
-    return ranks, steps[lo:], {f: (m[:, lo:], p[:, lo:]) for f, (m, p) in mats.items()}
+
+    def field(name):
+        if name not in mats:
+            return None
+        m, p = mats[name]
+        return m[:, lo:], p[:, lo:]
+
+    return ranks, steps[lo:], field
 
 
 def _who(r):
@@ -51,14 +59,14 @@ def _who(r):
       "ranks' step time above 5% means a slow rank; here a rank >= 5% above the median rank in 80% of a window of "
       "recorded points",
       "A rank consistently slower than the others, and whether its time goes to waiting for data or to compute.",
-      threshold=0.05, window=5, enough=0.8, min_ranks=3, max_points=4000)
+      threshold=0.05, window=5, enough=0.8, min_ranks=3, max_points=1000)
 def slow_rank(run, cfg):
     view = _view(run, cfg["max_points"])
-    if view is None or "step_time_ms" not in view[2]:
+    if view is None or view[2]("step_time_ms") is None:
         return []
-    ranks, steps, mats = view
-    t, tp = mats["step_time_ms"]
-    w, wp = mats.get("data_wait_ms", (None, None))
+    ranks, steps, field = view
+    t, tp = field("step_time_ms")
+    w, wp = field("data_wait_ms") or (None, None)
     found = signals.stragglers(t, tp, w, wp, window=int(cfg["window"]), threshold=float(cfg["threshold"]),
                                enough=float(cfg["enough"]), min_ranks=int(cfg["min_ranks"]))
     out = []
@@ -88,17 +96,17 @@ _DIVERGE = (("loss", "local loss", False), ("grad_norm", "local gradient norm", 
       "|z| > 6 and more than 20% from the median, in 60% of a window of recorded points",
       "A rank whose local loss or gradient norm departs from the other ranks' (bad data shard, faulty device, "
       "unsynchronised weights).",
-      z=6.0, min_rel=0.2, window=5, enough=0.6, min_ranks=3, max_points=4000)
+      z=6.0, min_rel=0.2, window=5, enough=0.6, min_ranks=3, max_points=1000)
 def rank_diverging(run, cfg):
     view = _view(run, cfg["max_points"])
     if view is None:
         return []
-    ranks, steps, mats = view
+    ranks, steps, field = view
     out = []
-    for field, label, log in _DIVERGE:
-        if field not in mats:
+    for name, label, log in _DIVERGE:
+        if field(name) is None:
             continue
-        x, p = mats[field]
+        x, p = field(name)
         for d in signals.divergent(x, p, window=int(cfg["window"]), z=float(cfg["z"]), min_rel=float(cfg["min_rel"]),
                                    enough=float(cfg["enough"]), min_ranks=int(cfg["min_ranks"]), log=log):
             r = ranks[d["row"]]
@@ -120,13 +128,11 @@ def rank_stopped(run, cfg):
     data = cluster_of(run)
     if data is None:
         return []
-    ranks, steps, _, mats = data.aligned()
+    ranks, steps, _, _ = data.aligned()
     if len(ranks) < 2 or not steps.size:
         return []
-    any_present = None
-    for _, p in mats.values():
-        any_present = p if any_present is None else any_present | p
-    last_cols = np.array([int(np.nonzero(row)[0][-1]) if row.any() else -1 for row in any_present])
+    last_cols = np.array([int(np.searchsorted(steps, r.arrays()[0][-1])) if r.arrays()[0].size else -1
+                          for r in ranks])
     newest = int(steps[last_cols.max()])
     out = []
     for row in signals.stopped(last_cols, steps.size, min_behind=int(cfg["min_behind"])):
