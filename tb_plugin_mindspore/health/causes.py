@@ -4,10 +4,11 @@ findings that follow a non-finite event nested under it.
 * :func:`merge_live`: a live health event (``source`` "live") and the offline rule's finding of the same problem
   (same rule, overlapping steps, widened by one recording interval) become one finding: the offline one, with the
   event's layers, action and checkpoint and a sentence saying what was seen while training.
-* :func:`nest_follow_ons`: once NaN/Inf reached the loss, the gradients or the weights (the first ``nonfinite``
-  error), what other rules find from that step on (spikes, learning-rate or layer findings computed from
-  meaningless values) follows from it: such findings move into the cause's ``follow_ons`` with ``caused_by`` set,
-  so the cause stands alone at the top and their advice is not read as independent.
+* :func:`nest_follow_ons`: once NaN/Inf reached the loss, the gradients or the weights for good (the run stayed
+  non-finite to its end; its ``nonfinite`` error dates it), what other rules find from that step on (spikes,
+  learning-rate or layer findings computed from meaningless values) follows from it: such findings move into the
+  cause's ``follow_ons`` with ``caused_by`` set, so the cause stands alone at the top and their advice is not read
+  as independent.
 
 Both are pure functions over :class:`~.rules.base.Finding` lists.
 """
@@ -63,19 +64,23 @@ def _action_sentence(f):
     return action_text({"action": f.action, "step": f.steps[1], "checkpoint": f.checkpoint})
 
 
-def first_cause(findings):
-    """The ``nonfinite`` error of training (not of the eval loss alone) with the earliest first step, or ``None``."""
+def first_cause(findings, diverged):
+    """The ``nonfinite`` error of training (not of the eval loss alone) that dates the divergence at step
+    ``diverged`` (the first step of the non-finite stretch that lasts to the end), or ``None``."""
     from .series import ALIASES
 
+    if diverged is None:
+        return None       # a NaN the run recovered from: what comes after is judged on its own
     evals = set(ALIASES["eval_loss"])
-    causes = [f for f in findings if f.rule == "nonfinite" and f.level == ERROR and f.tag not in evals]
+    causes = [f for f in findings if f.rule == "nonfinite" and f.level == ERROR and f.tag not in evals
+              and f.steps[1] >= diverged]
     return min(causes, key=lambda f: f.steps[0]) if causes else None
 
 
-def nest_follow_ons(findings):
-    """Moves the findings that start at or after the first non-finite step into that finding's ``follow_ons``;
-    returns the top-level list."""
-    cause = first_cause(findings)
+def nest_follow_ons(findings, diverged):
+    """Moves the findings that start at or after the step the run diverged at (see :func:`first_cause`) into its
+    cause's ``follow_ons``; returns the top-level list."""
+    cause = first_cause(findings, diverged)
     if cause is None:
         return list(findings)
     start = cause.steps[0]
@@ -90,6 +95,6 @@ def nest_follow_ons(findings):
     return top
 
 
-def resolve(findings, slack=0):
+def resolve(findings, slack=0, diverged=None):
     """:func:`merge_live` then :func:`nest_follow_ons`."""
-    return nest_follow_ons(merge_live(findings, slack))
+    return nest_follow_ons(merge_live(findings, slack), diverged)

@@ -24,6 +24,7 @@ import re
 
 from . import causes
 from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
+from .rules.common import diverged_at
 from .series import (IntervalSeries, LayerSeries, RunSeries, RunState, Series)  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ def check_run(run, config=None, rules=None):
             if level is not None and f.level != INFO:
                 f.level = level
             findings.append(f)
-    findings = causes.resolve(findings, slack=_interval_steps(run))
+    findings = causes.resolve(findings, slack=_interval_steps(run), diverged=diverged_at(run))
     for f in findings:
         sort_findings(f.follow_ons)
     return sort_findings(findings)

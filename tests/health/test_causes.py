@@ -138,7 +138,8 @@ def test_follow_ons_are_nested_under_the_first_nonfinite_finding():
     before = Finding("grad_explosion", "error", "spike", metadata.GRAD_NORM, (30, 39))
     after = Finding("layer_too_fast", "warn", "lower the LR", metadata.UPDATE_RATIO_LAYERS, (45, 100))
     stall = Finding("run_stalled", "warn", "silent", "", (100, 100))
-    top = causes.nest_follow_ons([cause, before, after, stall])
+    assert causes.nest_follow_ons([cause, before, after, stall], None) == [cause, before, after, stall]  # recovered
+    top = causes.nest_follow_ons([cause, before, after, stall], 40)
     assert top == [cause, before, stall]
     assert cause.follow_ons == [after] and after.caused_by == {"rule": "nonfinite", "tag": metadata.LOSS,
                                                                "step": 40}

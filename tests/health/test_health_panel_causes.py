@@ -58,6 +58,8 @@ def causes_server(tmp_path_factory):
 
 def test_follow_ons_fold_under_their_cause_and_layers_link_to_the_heatmap(page, causes_server):
     base = causes_server
+    failed = []
+    page.on("response", lambda r: r.status >= 500 and failed.append("%d %s" % (r.status, r.url)))
     report = fetch_json(base + "/data/plugin/mindspore/health")
     (run,) = report["runs"]
     (cause,) = [f for f in run["findings"] if f["rule"] == "nonfinite" and f["tag"] == metadata.LOSS]
@@ -97,5 +99,5 @@ def test_follow_ons_fold_under_their_cause_and_layers_link_to_the_heatmap(page, 
     frame.wait_for_selector(panel + ' [data-testid=heatmap][data-run="diverged"] [data-testid=heatmap-band]',
                             timeout=30000)
     screenshot(page, "health-layers-link.png")
-    assert page.console_errors == [], page.console_errors
+    assert page.console_errors == [], (page.console_errors, failed)
     assert_same_origin(page, base)

@@ -88,21 +88,29 @@ def loss_points(run, min_points):
     return finite(clean_loss(run), min_points)
 
 
-def first_nonfinite_step(run):
-    """The first step known to hold a NaN/Inf loss, gradient norm or weight norm (interval statistics included),
-    or ``None``: where the run diverged, after which trends and ratios mean nothing."""
+def diverged_at(run):
+    """The step from which the run stayed non-finite to its end (loss, gradient norm or weight norm; the first bad
+    step of that last stretch, interval statistics included), or ``None`` when it never did: after it trends and
+    ratios mean nothing. A NaN the run recovered from (an update skipped by live health, a loss-scale overflow)
+    does not count."""
     first = None
     for quantity in ("loss", "grad_norm", "weight_norm"):
         series = run.get(quantity)
         if series is None or (quantity == "grad_norm" and run.get("loss_scale") is not None):
             continue     # with a loss scale, a non-finite gradient norm is an overflow step that was skipped
+        bad = ~np.isfinite(series.values)
+        if not bad.size or not bad[-1]:
+            continue
+        tail = int(np.nonzero(~bad)[0][-1]) + 1 if (~bad).any() else 0     # first point of the non-finite tail
+        tail_step = int(series.steps[tail])
         iv = aligned_interval(run, series)
         if iv is None:
             ranges, _ = detectors.nonfinite_ranges(series.steps, series.values)
         else:
             ranges, _ = detectors.nonfinite_ranges(series.steps, series.values, iv["nonfinite"], iv["count"])
-        if ranges and (first is None or ranges[0][0] < first):
-            first = ranges[0][0]
+        start = min([lo for lo, hi in ranges if hi >= tail_step] or [tail_step])
+        if first is None or start < first:
+            first = start
     return first
 
 

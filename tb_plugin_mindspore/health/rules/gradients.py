@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, INFO, WARN, Finding, rule
-from .common import envelope, finite, first_nonfinite_step, fmt, layer_list
+from .common import diverged_at, envelope, finite, fmt, layer_list
 
 EPS = 1e-12
 
@@ -138,7 +138,7 @@ def _layers_vanishing(run, cfg):
     layers = run.layer_series("layer_grad_norm")
     if layers is None or layers.steps.size < 1 or len(layers.layers) < 2:
         return None
-    horizon = first_nonfinite_step(run)
+    horizon = diverged_at(run)
     keep = np.ones(layers.steps.size, dtype=bool) if horizon is None else layers.steps < horizon
     steps, vals = layers.steps[keep], np.where(np.isfinite(layers.values[keep]), layers.values[keep], np.nan)
     n = steps.size

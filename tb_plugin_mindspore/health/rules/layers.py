@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import detectors
 from .base import WARN, Finding, rule
-from .common import first_nonfinite_step, fmt, ignore_pattern, is_ignored, layer_list, layer_values
+from .common import diverged_at, fmt, ignore_pattern, is_ignored, layer_list, layer_values
 
 _DEFAULT_IGNORE = r"(^|[./_])(bias|beta)$"
 
@@ -23,7 +23,7 @@ def _update_ratios(run):
     ratio = run.layer_series("update_ratio")
     if ratio is None or not ratio.steps.size or not ratio.layers:
         return None
-    horizon = first_nonfinite_step(run)
+    horizon = diverged_at(run)
     if horizon is not None:
         keep = ratio.steps < horizon
         if not keep.any():

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, WARN, Finding, rule
-from .common import finite, first_nonfinite_step, fmt
+from .common import diverged_at, finite, fmt
 
 CONSTANT, SCHEDULE, DYNAMIC = "constant", "schedule", "dynamic"
 _CONSTANT_WORDS = frozenset({"constant", "const", "fixed", "none", "flat", "off", "false", "no", "null", ""})
@@ -222,7 +222,7 @@ def lr_update_mismatch(run, cfg):
     ratio = run.layer_series("update_ratio")
     if lr is None or ratio is None or ratio.steps.size < cfg["min_points"]:
         return []
-    horizon = first_nonfinite_step(run)
+    horizon = diverged_at(run)
     lr_keep = np.isfinite(lr.values) & (lr.values > 0)
     if horizon is not None:
         lr_keep &= lr.steps < horizon
