@@ -85,7 +85,8 @@ class SummaryWriter:
     """Writes one event file (``events.out.tfevents.<time>.<host>.<pid>.<n>``) in ``logdir``.
 
     Args:
-      logdir: folder of the run; created if missing.
+      logdir: folder of the run; created if missing. A URL (``s3://bucket/run``) is written to a local staging
+        folder (``local_dir``) and uploaded (see the module doc).
       flush_secs: longest time a recorded value waits in memory before it reaches the file.
       max_queue: items that may wait for the writer thread; more are dropped and counted.
       max_file_bytes: start a new part when the current file reaches this size (None: never rotate). With only
