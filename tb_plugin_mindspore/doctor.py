@@ -217,8 +217,10 @@ def _is_ms_file(name):
 
 
 def _scan_logdir(path):
+    from .reading import fs
+
     counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0}
-    for root, dirs, names in os.walk(path):
+    for root, dirs, names in fs.walk(path):
         dirs.sort()
         for name in names:
             if _is_ms_file(name):
@@ -226,13 +228,17 @@ def _scan_logdir(path):
             elif "tfevents" in name:
                 counts["event_files"] += 1
                 try:
-                    counts["event_bytes"] = max(counts["event_bytes"], os.path.getsize(os.path.join(root, name)))
+                    counts["event_bytes"] = max(counts["event_bytes"], fs.getsize(fs.join(root, name)))
                 except OSError:
                     pass
     return counts
 
 
 def check_logdir(logdir, cwd=None):
+    from .reading import fs
+
+    if fs.is_remote(logdir):
+        return _check_remote_logdir(logdir)
     cwd = cwd or os.getcwd()
     expanded = os.path.expanduser(logdir)
     path = os.path.abspath(os.path.join(cwd, expanded))
@@ -273,6 +279,26 @@ def check_logdir(logdir, cwd=None):
         out.append(_check("logdir", WARN, "%s holds no event files yet. Record a run with "
                                           "tb_mindspore_callbacks.TrainMonitor (or run `tb-mindspore demo`)." % path))
     return out
+
+
+def _check_remote_logdir(url):
+    """A remote logdir (``s3://``, ``gs://``...): reachable, a folder, what it holds."""
+    from .reading import fs
+
+    try:
+        fs.filesystem(url)
+        found = fs.isdir(url)
+    except Exception as e:  # a missing driver, bad credentials, no endpoint
+        return [_check("logdir", FAIL, "Cannot read %s (%s: %s). For s3:// install tb-plugin-mindspore[remote] and "
+                                       "set S3_ENDPOINT for an S3-compatible store." % (url, type(e).__name__, e))]
+    if not found:
+        return [_check("logdir", FAIL, "Nothing is stored under %s: check the bucket, the prefix and S3_ENDPOINT."
+                       % url)]
+    counts = _scan_logdir(url)
+    if counts["event_files"] or counts["ms_files"]:
+        return [_check("logdir", OK, "%s holds %d TensorBoard event file(s) and %d MindSpore *_MS file(s)"
+                       % (url, counts["event_files"], counts["ms_files"]))]
+    return [_check("logdir", WARN, "%s holds no event files yet." % url)]
 
 
 def check_port(port):

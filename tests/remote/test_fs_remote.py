@@ -113,3 +113,14 @@ def test_store_outage_forgets_nothing(monkeypatch, caplog):
     assert reader.runs() == ["run"]
     assert any("cannot list" in r.getMessage() for r in caplog.records)
     fs.reset()
+
+
+def test_doctor_reads_a_remote_logdir(bucket):
+    from tb_plugin_mindspore.doctor import check_logdir
+
+    bucket.put("logs/run_a/events.out.tfevents.1.host", b"x" * 200)
+    bucket.put("logs/run_b/x.summary.1_MS", b"y" * 10)
+    [ok] = check_logdir(bucket.url + "/logs")
+    assert ok["status"] == "ok" and "1 TensorBoard event file(s) and 1 MindSpore" in ok["message"], ok
+    [missing] = check_logdir(bucket.url + "/nothing")
+    assert missing["status"] == "fail" and "Nothing is stored under" in missing["message"]
