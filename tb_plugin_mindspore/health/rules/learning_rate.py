@@ -99,7 +99,7 @@ def _name(group):
     return "learning rate" if group is None else "learning rate of parameter group %d" % group
 
 
-@rule("lr_constant", WARN,
+@rule("lr_constant", ERROR,
       "our heuristic, judged against the declared intent (the optimizer's learning-rate object recorded in run "
       "information, and the hyperparameters): a learning rate that never leaves its initial value although a "
       "schedule was configured means the schedule is not reaching the optimizer; a group with learning rate 0 is "
