@@ -102,15 +102,17 @@ def train(logdir, net=None, lr=0.05, schedule="constant", epochs=6, collect_freq
     return monitor
 
 
-def train_loop(logdir, steps=48, lr=0.05, collect_freq=4, seed=0):
-    """A hand-written loop (``mindspore.value_and_grad``) recorded by ``LoopMonitor`` as a context manager."""
+def train_loop(logdir, steps=48, lr=0.05, collect_freq=4, seed=0, nan_step=None):
+    """A hand-written loop (``mindspore.value_and_grad``) recorded by ``LoopMonitor`` as a context manager;
+    ``nan_step``: one +Inf sample in that step's batch."""
     ms = _ms()
     from mindspore import nn
 
     from tb_mindspore_callbacks import LoopMonitor
 
     ms.set_seed(seed)
-    x, y = ht.classification_data(n=steps * ht.BATCH, seed=seed)
+    poison = None if nan_step is None else (nan_step - 1) * ht.BATCH + 5
+    x, y = ht.classification_data(n=steps * ht.BATCH, seed=seed, poison_row=poison)
     net = ht.dense_net(features=x.shape[1])
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     opt = nn.Momentum(net.trainable_params(), learning_rate=lr, momentum=0.9)

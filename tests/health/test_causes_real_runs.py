@@ -218,3 +218,24 @@ def test_live_skip_keeps_the_weights_finite(logdir):
     (f,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
     assert f.action == "skipped_update" and "skipped" in f.message
     assert "to the end of the run" not in f.message
+
+
+def test_live_checkpoint_path_reaches_the_finding(logdir):
+    import os
+
+    run = _trained(logdir, "live_checkpoint",
+                   lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=2, collect_freq=2,
+                                      schedule="constant", hparams={"lr_schedule": "constant"},
+                                      on_anomaly="checkpoint"))
+    (f,) = [f for f in engine.check_run(run) if f.rule == "nonfinite" and f.tag == metadata.LOSS]
+    assert f.action == "checkpoint" and f.checkpoint and os.path.isfile(f.checkpoint), f.to_json()
+    assert f.to_json()["checkpoint"] == f.checkpoint and f.checkpoint in f.message
+
+
+def test_loop_nan_is_merged_with_its_live_event(logdir):
+    run = _trained(logdir, "loop_nan", lambda d: ct.train_loop(d, nan_step=NAN_STEP, collect_freq=4))
+    assert run.health_events and run.run_end["status"] == "finished"
+    found = engine.check_run(run)
+    (f,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
+    assert f.level == "error" and f.steps[0] == NAN_STEP and f.source == "offline+live", f.to_json()
+    assert [g for g in found if g.source == "live"] == []
