@@ -269,3 +269,14 @@ def test_overfitting_is_not_a_gap():
 def test_input_wait_of_a_batch_hand_over_is_quiet():
     run = make_run({metadata.STEP_TIME_MS: np.full(30, 5.0), metadata.DATA_WAIT_MS: np.full(30, 0.5)})
     assert findings(run, "input_bound") == []
+
+
+def test_live_stall_is_history_once_the_run_went_on():
+    loss, _, _, _, _ = healthy_arrays(100)
+    stall = _event(rule="run_stalled", severity="warning", step=60, first_step=60, layers=[], action="none",
+                   message="no step for 15 min after step 60")
+    going_on = _with(make_run({metadata.LOSS: loss}), health_events=[stall])
+    (f,) = [f for f in findings(going_on) if f.source == "live"]
+    assert f.rule == "run_stalled" and f.steps == (60, 60)
+    silent = _with(make_run({metadata.LOSS: (np.arange(1, 61), loss[:60])}), health_events=[stall])
+    assert [f for f in findings(silent) if f.source == "live"] == []      # still silent: run_stalled judges it

@@ -9,7 +9,7 @@ rule's finding when both found it (``health/causes.py``) instead of reporting it
 
 from ... import metadata
 from .base import ERROR, WARN, Finding, rule
-from .common import events_of, rule_of
+from .common import events_of, rule_of, run_end_of
 
 _ACTIONS = {"stopped": "Training was stopped at step %d.",
             "skipped_update": "The update of step %d was skipped (the weights kept their last good values).",
@@ -62,4 +62,10 @@ def event_finding(run, event):
       "What the callbacks detected while training, with the layers where it started and the action taken; merged "
       "into the offline rule's finding when that rule finds the same thing.")
 def live_health(run, cfg):
-    return [event_finding(run, ev) for ev in events_of(run)]
+    last, ended = run.last_step(), run_end_of(run) is not None
+    out = []
+    for ev in events_of(run):
+        if rule_of(ev["rule"]) == "run_stalled" and not ended and (last is None or last <= int(ev["step"])):
+            continue      # the run is still silent: the run_stalled rule judges the present (with the clock)
+        out.append(event_finding(run, ev))
+    return out
