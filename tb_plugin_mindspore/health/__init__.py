@@ -4,6 +4,8 @@
 * ``detectors.py``: the signal maths the rules share (robust std, rolling medians, EMA z-scores, episodes,
   envelopes), pure numpy.
 * ``engine.py``: runs the rules, builds the report ``{"runs": [{"run", "status", "findings": [...]}]}``.
+* ``causes.py``: live events merged with the offline finding of the same problem; findings that follow from a
+  divergence (NaN to the end) nested under it.
 * ``series.py``: :class:`RunSeries`, what the rules read (tags of any origin resolved to quantities).
 * ``sources.py``: RunSeries from TensorBoard's data provider (the plugin) or from a logdir on disk (the CLI).
 * ``cache.py``: ``HealthCache``, the plugin's ``health`` answers kept per run while its data is unchanged.
