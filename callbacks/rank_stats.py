@@ -7,9 +7,9 @@ two numbers the monitor already measured; every ``collect_freq`` steps it reads 
 44-byte row; the file write happens on the thread (a slow or full disk drops rows, counted, never blocks a step).
 
 Memory: host memory is the resident set size of the process (``/proc/self/statm``; ``None`` where there is no
-``/proc``); device memory is what MindSpore's allocator reports through ``mindspore.runtime.memory_allocated()``
-with the device limit from ``mindspore.runtime.memory_stats()`` / ``max_device_memory``. On the CPU backend
-MindSpore reports no device memory, and none is recorded (the value is NaN, never a made-up number).
+``/proc``); device memory is what MindSpore's allocator reports through ``mindspore.runtime.memory_allocated()``, with the
+limit set by ``max_device_memory`` when one is set. On the CPU backend MindSpore 2.10 reports zeros
+(``memory_stats()``: every pool empty), so no device memory is recorded there (NaN, never a made-up number).
 """
 
 import math
@@ -105,25 +105,17 @@ class MemoryProbe:
             return math.nan
 
     def _device_limit_mb(self):
-        try:
-            from mindspore import runtime
-
-            stats = runtime.memory_stats() or {}
-            for key in ("total_memory", "max_device_memory", "total_reserved_memory"):
-                value = stats.get(key)
-                if isinstance(value, (int, float)) and value > 0:
-                    return float(value) / _MB
-        except Exception:
-            pass
+        """The limit set with ``max_device_memory`` (MindSpore 2.10 reports it in GB, or as "<n>GB"), or NaN when
+        none is set (its default, 1024 GB, means no limit: the device's own size is not reported)."""
         try:
             import mindspore as ms
 
-            limit = _parse_size_mb(ms.get_context("max_device_memory"))
-            if limit is not None and limit < self._NO_LIMIT_MB:
-                return limit
+            value = ms.get_context("max_device_memory")
         except Exception:
-            pass
-        return math.nan
+            return math.nan
+        limit = _parse_size_mb(value) if isinstance(value, str) else (
+            float(value) * 1024.0 if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
+        return limit if limit is not None and 0 < limit < self._NO_LIMIT_MB else math.nan
 
 
 class _Accumulator:
