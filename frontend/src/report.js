@@ -1,8 +1,8 @@
 // Entry point of the self-contained report (tb-mindspore report). The report file inlines this bundle and the data
 // (<script type="application/json" id="ms-report-data">); the page is the tab's own dashboard, Health panel,
 // heatmaps, loss landscapes and run information, with every route answered from that data (reportData.js), so it
-// opens from disk with no server and no network. Every chart is drawn at once (a report is read top to bottom,
-// printed or saved), and the page keeps no settings between reports.
+// opens from disk with no server and no network. Every chart is drawn at once and the page scrolls as one document
+// (a report is read top to bottom, printed or saved), and the page keeps no settings between reports.
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
@@ -15,6 +15,9 @@ import { mountRunInfo } from "./views/runInfoView.js";
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }
 .ms-report [data-testid=refresh], .ms-report [data-testid=last-updated], .ms-report .ms-check { display: none; }
+html.ms-report, html.ms-report body, .ms-report .ms-app { height: auto; }
+.ms-report .ms-main { overflow: visible; }
+.ms-report .ms-sidebar { position: sticky; top: 0; align-self: flex-start; max-height: 100vh; }
 `;
 
 function readData() {
@@ -47,6 +50,12 @@ function main() {
     "data-testid": "report-note",
     text: `Report of ${meta.source || "?"}: ${meta.runs || 0} run(s), written ${meta.generated || "?"} by tb-plugin-mindspore ${meta.version || ""}`,
   });
+  const leftOut = Array.isArray(data.left_out) ? data.left_out : [];
+  if (leftOut.length) {
+    const first = leftOut[0];
+    note.dataset.leftOut = String(leftOut.length);
+    note.append(` · ${leftOut.length} series could not be read, e.g. ${first.tag} of ${first.run}: ${first.reason || "?"}`);
+  }
   document.body.append(note, root);
   const dashboard = new Dashboard(root);
   // Draw every view at once instead of when it scrolls into sight: each view is "seen" right after the dashboard

@@ -185,23 +185,29 @@ export class Dashboard {
       (health) => this.healthPanel.setHealth(health),
       (e) => this.healthPanel.setError((e && e.message) || "request failed"),
     );
-    const [statusR, runsR, tagsR, contractR] = await Promise.allSettled([
-      fetchStatus(),
+    // The status (logdir, warnings) is shown when it comes; the charts wait for it only to explain an empty page
+    // (on a logdir of thousands of runs it is among the slowest answers).
+    const statusP = fetchStatus().then(
+      (status) => {
+        this.status = status;
+        this.warningsBanner.update(status.warnings);
+        this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
+        this.logdirEl.title = status.logdir ? "Log directory: " + status.logdir : "";
+        return status;
+      },
+      () => null,
+    );
+    const [runsR, tagsR, contractR] = await Promise.allSettled([
       fetchRuns(),
       fetchTags(),
       this.contract ? Promise.resolve(this.contract) : fetchContract(),
     ]);
-    const status = statusR.status === "fulfilled" ? statusR.value : null;
-    this.status = status;
-    if (status) this.warningsBanner.update(status.warnings);
     this.loading.hidden = true;
-    if (status) this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
-    this.logdirEl.title = status && status.logdir ? "Log directory: " + status.logdir : "";
 
     if (runsR.status === "rejected" || tagsR.status === "rejected" || contractR.status === "rejected") {
       const error = (runsR.reason || tagsR.reason || contractR.reason || {}).message || "request failed";
       if (isFirst || !this.views.size) {
-        this.showEmpty(status, error);
+        this.showEmpty(await statusP, error);
       } else {
         this.showBanner(`Could not refresh: ${error}`);
       }
@@ -214,7 +220,8 @@ export class Dashboard {
     this.tiers = tags.tiers;
     this.updateTagIndex(tags);
 
-    if ((status && status.has_data === false) || this.index.size === 0) {
+    if (this.index.size === 0) {
+      const status = await statusP;
       const why =
         status && status.has_data === false
           ? status

@@ -7,6 +7,7 @@ import css from "./runData.css?inline";
 import { el, clear } from "../dom.js";
 import { fetchRunInfos } from "../runDataApi.js";
 import { hparamRows, lineageSummary, msFileRows, runInfoBasics } from "./runDataModel.js";
+import { MAX_CHART_RUNS } from "./runSelector.js";
 
 const SETTINGS_KEY = "tb-mindspore.runinfo.v1";
 const SOURCE_LABELS = {
@@ -235,7 +236,13 @@ export class RunInfoSection {
     const signature = JSON.stringify(runs.map((r) => [r, unlisted(r), infos[r]]));
     if (signature === this.signature) return;
     this.signature = signature;
-    clear(this.grid).append(...runs.map((r) => runCard(r, infos[r], unlisted(r))));
+    // Thousands of runs: cards for the first ones only (filter the run list to see others).
+    const shown = runs.slice(0, MAX_CHART_RUNS);
+    clear(this.grid).append(...shown.map((r) => runCard(r, infos[r], unlisted(r))));
+    if (runs.length > shown.length) {
+      const more = runs.length - shown.length;
+      this.grid.append(el("div", { class: "ms-muted", "data-testid": "runinfo-more", text: `${more} more runs: filter the run list to see their run info.` }));
+    }
     if (all.some((r) => !unlisted(r) && !runs.includes(r)) && !runs.some((r) => !unlisted(r))) {
       this.grid.append(el("div", { class: "ms-muted", "data-testid": "runinfo-none-checked", text: "The runs with run info are unchecked in the run list." }));
     }

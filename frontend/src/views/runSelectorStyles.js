@@ -40,6 +40,11 @@ export const RUN_SELECTOR_CSS = `
   font-size: 11px;
   margin: 4px 0;
 }
+/* Thousands of runs: rows out of sight are neither laid out nor painted. */
+.ms-run-item {
+  content-visibility: auto;
+  contain-intrinsic-size: auto 26px;
+}
 .ms-run-group {
   display: flex;
   align-items: center;
