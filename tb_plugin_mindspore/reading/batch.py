@@ -18,6 +18,7 @@ import numpy as np
 from tensorboard import errors
 
 from .. import metadata
+from ..contract import interval as interval_contract
 from . import encode, points, scalar_answer, series_cache
 
 SCALARS_PLUGIN = "scalars"
@@ -263,15 +264,10 @@ class ScalarsBatch:
 
 
 def interval_table(pts):
-    """``(steps, rows)`` sorted by step (rows: ``[min, mean, max, count, nonfinite]``) from interval
-    ``points.Points`` (None if empty); rows of another width are skipped."""
+    """``(steps, rows)`` sorted by step (rows: ``contract.interval.FIELDS``) of interval ``points.Points``, or None."""
     if pts is None:
         return None
-    width = len(metadata.INTERVAL_FIELDS)
-    keep = [i for i, v in enumerate(pts.values) if v.size == width]
-    if not keep:
+    table = interval_contract.table(pts.steps, pts.values)
+    if table is None:
         return None
-    order = sorted(keep, key=lambda i: pts.steps[i])
-    return (np.asarray([pts.steps[i] for i in order], dtype=np.int64),
-            np.asarray([pts.values[i] for i in order], dtype=np.float64))
-
+    return table.steps, np.column_stack([getattr(table, f) for f in interval_contract.FIELDS])

@@ -13,7 +13,11 @@ import collections
 import numpy as np
 
 from .. import metadata
+from ..contract import interval as interval_contract
 from . import encode, pyramid
+
+# Interval rows travel as (steps, rows): rows hold contract.interval.FIELDS in that order.
+_COLUMN = {name: i for i, name in enumerate(interval_contract.FIELDS)}
 
 Window = collections.namedtuple("Window", "x_min x_max width")
 Window.__new__.__defaults__ = (None, None, None)
@@ -101,18 +105,18 @@ def _interval_rows(interval, lo, hi, max_points):
     starts = np.arange(0, k, size)
     stops = np.minimum(starts + size, k)
     window = rows[i0:i1]
+    lows, means, highs, count, bad = (window[:, _COLUMN[f]] for f in interval_contract.FIELDS)
     with np.errstate(invalid="ignore"):
         if size == 1:
-            table = [steps[i0:i1], window[:, 0], window[:, 1], window[:, 2], window[:, 3], window[:, 4]]
+            table = [steps[i0:i1], lows, means, highs, count, bad]
         else:
-            counts = np.add.reduceat(window[:, 3], starts, dtype=np.float64)
-            weighted = window[:, 1] * window[:, 3]
+            counts = np.add.reduceat(count, starts, dtype=np.float64)
+            weighted = means * count
             weighted[np.isnan(weighted)] = 0   # an interval without finite values has no mean
             weighted = np.add.reduceat(weighted, starts, dtype=np.float64)
-            table = [steps[i0:i1][stops - 1], np.fmin.reduceat(window[:, 0], starts),
+            table = [steps[i0:i1][stops - 1], np.fmin.reduceat(lows, starts),
                      np.where(counts > 0, weighted / np.where(counts > 0, counts, 1), np.nan),
-                     np.fmax.reduceat(window[:, 2], starts), counts,
-                     np.add.reduceat(window[:, 4], starts, dtype=np.float64)]
+                     np.fmax.reduceat(highs, starts), counts, np.add.reduceat(bad, starts, dtype=np.float64)]
     cols = [np.asarray(table[0]).tolist()] + [json_numbers(np.asarray(c, dtype=np.float64)) for c in table[1:4]]
     cols += [np.asarray(c, dtype=np.int64).tolist() for c in table[4:]]
     return [list(r) for r in zip(*cols)]
