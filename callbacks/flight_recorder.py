@@ -274,12 +274,12 @@ class FlightRecorder(Recorder):
 
     def step_end(self, step, writer):
         """After every step: while the debug tier is on, the update ratio and layer gradient norms of this step
-        (the weights are kept now for the next one). Free otherwise."""
+        (the weights are kept now for the next one; in sink mode the ratio spans the sink). Free otherwise."""
         if self._boost_until is None:
             return
         step = int(step)
         if writer is not None:
-            if self._snapshot_step == step - 1 and self._ratio is not None:
+            if self._snapshot_step is not None and self._snapshot_step < step and self._ratio is not None:
                 ratio, _ = self._ratio()
                 writer.layers(metadata.UPDATE_RATIO_LAYERS, self._names, ratio.asnumpy(), step)
             values = self._source.layer_grad_norms()
