@@ -27,8 +27,8 @@ from .base import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, WARN, Finding, Rule, r
 from . import presence, gradients, losses, learning_rate  # noqa: F401,I100
 from . import layers, evaluation, throughput, run_state, monitoring  # noqa: F401,I100
 from . import sharpness  # noqa: F401,I100
-from . import live  # noqa: F401,I100
 from . import cluster  # noqa: F401,I100
+from . import live  # noqa: F401,I100
 
 RULES_BY_ID = {r.id: r for r in RULES}
 
