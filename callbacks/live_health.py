@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["RuleThresholds", "thresholds", "RunningMaxSpike", "skip_update", "stall_threshold", "envelope",
-           "fmt"]
+__all__ = ["RuleThresholds", "thresholds", "RunningMaxSpike", "skip_update", "UpdateGuard", "guard_settings",
+           "stall_threshold", "envelope", "fmt"]
 
 # Used when the rule registry cannot be imported (the same values, with the rules' sources).
 _FALLBACK = {"grad_factor": 10.0, "loss_factor": 10.0, "stall_factor": 10.0, "min_stall_s": 120.0}
@@ -94,6 +94,29 @@ def skip_update(grad_norm, running_max, applied, factor, warmup_steps):
     if not math.isfinite(grad_norm):
         return True
     return applied >= warmup_steps and grad_norm > factor * running_max
+
+
+def guard_settings(settings):
+    """``(factor, warmup_steps)`` of the skip guard for monitor settings: the explosion factor, after the live
+    warm-up's steps."""
+    t = thresholds(settings.live_health)
+    return t.grad_factor, t.warmup_points * settings.collect_freq
+
+
+class UpdateGuard:
+    """The loop's skip decision, step by step (the training cell's is in the graph): see :func:`skip_update`."""
+
+    def __init__(self, factor, warmup_steps):
+        self.factor, self.warmup_steps = float(factor), int(warmup_steps)
+        self.running_max = 0.0
+        self.applied = 0
+
+    def skip(self, grad_norm):
+        if skip_update(grad_norm, self.running_max, self.applied, self.factor, self.warmup_steps):
+            return True
+        self.running_max = max(self.running_max, grad_norm)
+        self.applied += 1
+        return False
 
 
 def stall_threshold(t, usual_interval_s):

@@ -21,6 +21,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
+from .live_health import UpdateGuard, guard_settings
 from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
 from .monitor import _check_recorders
 from .train_cell import grouped_square_sum, norm_groups
@@ -96,6 +97,7 @@ class LoopMonitor:
         self._params = _Params()
         self._source = None
         self._norm = None
+        self._guard = None
         self._began = False
         self._closed = False
 
@@ -142,17 +144,17 @@ class LoopMonitor:
         if "skip" in self.settings.on_anomaly:
             if not self._began:
                 self._start(grads)
-            health = self._health()
-            if health is not None and self.monitor.active:
-                try:
-                    if self._norm is None:
-                        self._norm = _GradNorm([tuple(g.shape) for g in grads])
-                    norm = float(np.asarray(self._norm(ms.mutable(tuple(grads))).asnumpy()).reshape(-1)[0])
-                    if health.skip(norm):
-                        self._source.note_skipped(self._params.cur_step_num + 1)
-                        return False
-                except Exception:
-                    self.monitor.error("update guard")
+            try:
+                if self._norm is None:
+                    self._norm = _GradNorm([tuple(g.shape) for g in grads])
+                    self._guard = UpdateGuard(*guard_settings(self.settings))
+                norm = float(np.asarray(self._norm(ms.mutable(tuple(grads))).asnumpy()).reshape(-1)[0])
+                # Decided on every rank alike (all-reduced gradients), recording or not.
+                if self._guard.skip(norm):
+                    self._source.note_skipped(self._params.cur_step_num + 1)
+                    return False
+            except Exception:
+                self.monitor.error("update guard")
         self.optimizer(grads)
         return True
 

@@ -69,11 +69,8 @@ class LiveHealthRecorder(Recorder):
         self.saved = None
         self.good = None
         self.good_step = None
-        self.skip_state = [0.0, 0]      # loop guard: running max of applied gradient norms, applied updates
-        warmup_steps = self.t.warmup_points * s.collect_freq
-        self.skip_warmup = warmup_steps
         if "skip" in self.actions:
-            if not ctx.source.guard_updates(self.t.grad_factor, warmup_steps):
+            if not ctx.source.guard_updates(*lh.guard_settings(s)):
                 logger.warning("tb-mindspore: on_anomaly='skip' needs a MonitoredTrainCell set up before its first "
                                "step (or LoopMonitor.update); bad updates will not be skipped")
         if "checkpoint" in self.actions and ctx.optimizer is not None:
@@ -238,15 +235,6 @@ class LiveHealthRecorder(Recorder):
             return None
         self.saved = path
         return path
-
-    # -- the loop's guard ----------------------------------------------------------------------------------------------
-    def skip(self, grad_norm):
-        """``LoopMonitor.update``: whether to skip this update (host twin of the training cell's guard)."""
-        running_max, applied = self.skip_state
-        if lh.skip_update(grad_norm, running_max, applied, self.t.grad_factor, self.skip_warmup):
-            return True
-        self.skip_state = [max(running_max, grad_norm), applied + 1]
-        return False
 
     # -- stalls ------------------------------------------------------------------------------------------------------
     def check_stall(self):

@@ -20,6 +20,7 @@ from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
 
 from .._util import detect_rank, logger
+from ..live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
 
 __all__ = ["Pipeline"]
@@ -94,6 +95,10 @@ class Pipeline:
         # statistics) run on the other ranks too, without a writer.
         writes = rank == 0 or s.all_ranks
         recorders = [r for r in self.recorders_for(s) if writes or getattr(r, "every_rank", False)]
+        if not writes and s.live_health is not None and "skip" in s.on_anomaly:
+            # Every rank skips the same updates (their gradients are all-reduced), recording or not: otherwise the
+            # ranks' weights would part.
+            source.guard_updates(*guard_settings(s))
         if not recorders:
             return False
         logdir = s.logdir if rank == 0 else os.path.join(s.logdir, "rank%d" % rank)
