@@ -43,8 +43,8 @@ def merge_live(findings, slack=0):
         target = min(same, key=lambda f: (abs(f.steps[0] - lf.steps[0]), f.steps[0]))
         if LEVEL_RANK[lf.level] > LEVEL_RANK[target.level]:
             target.level = lf.level
-        if lf.layers and not target.layers:
-            target.layers = lf.layers
+        if lf.layers:
+            target.layers = lf.layers     # the flight recorder's origin, from every step before the anomaly
         if lf.action and lf.action != "none" and not target.action:
             target.action, target.checkpoint = lf.action, lf.checkpoint
             if target.source:

@@ -280,3 +280,16 @@ def test_live_stall_is_history_once_the_run_went_on():
     assert f.rule == "run_stalled" and f.steps == (60, 60)
     silent = _with(make_run({metadata.LOSS: (np.arange(1, 61), loss[:60])}), health_events=[stall])
     assert [f for f in findings(silent) if f.source == "live"] == []      # still silent: run_stalled judges it
+
+
+def test_layers_where_it_started_from_the_per_layer_gradient_norms():
+    from tb_plugin_mindspore.health.rules.common import layers_at
+
+    run = healthy_run()
+    layer = run.layers[metadata.GRAD_NORM_LAYERS]          # steps 10, 20, ..., 200; four layers around 0.3
+    k = int(np.nonzero(layer.steps == 120)[0][0])
+    layer.values[k, 2] = 50.0                              # head.weight spikes at step 120
+    assert layers_at(run, 115) == ("head.weight",)
+    layer.values[k + 1, 1] = np.nan                        # encoder.1.weight non-finite at step 130
+    assert layers_at(run, 130) == ("encoder.1.weight",)
+    assert layers_at(run, 250) == ()

@@ -114,6 +114,36 @@ def diverged_at(run):
     return first
 
 
+def layers_at(run, step, spike_factor=10.0, min_history=3):
+    """Names of the layers whose gradient went bad at the first per-layer record at or after ``step`` (the flight
+    recorder's dump first, else the debug tier's per-layer gradient norms): the non-finite ones when some (not
+    all) are, else those at least ``spike_factor`` times the median of their own earlier values (a median-relative
+    outlier test as in Hampel 1974), largest first; ``()`` when nothing tells."""
+    from ... import metadata
+
+    for series in (run.layers.get(metadata.FLIGHT_GRAD_NORM_LAYERS), run.layer_series("layer_grad_norm")):
+        if series is None or not series.steps.size or not series.layers:
+            continue
+        rows = np.nonzero(series.steps >= step)[0]
+        if not rows.size:
+            continue
+        i = int(rows[0])
+        row = series.values[i]
+        bad = ~np.isfinite(row)
+        if bad.any() and not bad.all():
+            return tuple(n for n, b in zip(series.layers, bad) if b)
+        if bad.any():
+            continue
+        before = np.where(np.isfinite(series.values[:i]), series.values[:i], np.nan)
+        if i < min_history or np.count_nonzero(np.isfinite(before), axis=0).min() < min_history:
+            continue
+        ratio = row / np.maximum(detectors.quiet_nanmedian(before, axis=0), 1e-30)
+        hot = [(float(r), n) for n, r in zip(series.layers, ratio) if r >= spike_factor]
+        if hot:
+            return tuple(n for _, n in sorted(hot, reverse=True)[:3])
+    return ()
+
+
 # Event rule names of the callbacks -> the offline rule that finds the same problem.
 SAME_AS = {"nonfinite": "nonfinite", "nan": "nonfinite", "non_finite": "nonfinite", "nonfinite_loss": "nonfinite",
            "nonfinite_grad": "nonfinite", "nonfinite_weights": "nonfinite",

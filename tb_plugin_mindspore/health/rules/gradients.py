@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, INFO, WARN, Finding, rule
-from .common import diverged_at, envelope, finite, fmt, layer_list
+from .common import diverged_at, envelope, finite, fmt, layer_list, layers_at
 
 EPS = 1e-12
 
@@ -26,7 +26,7 @@ def grad_explosion(run, cfg):
     growth = _growth(pts, w, cfg)
     if growth is not None:
         findings.append(growth)
-    spikes = _spikes(pts, w, cfg, before=growth.steps[0] if growth is not None else None)
+    spikes = _spikes(run, pts, w, cfg, before=growth.steps[0] if growth is not None else None)
     if spikes is not None:
         findings.append(spikes)
     return findings
@@ -50,7 +50,7 @@ def _growth(pts, w, cfg):
         pts.tag, span)
 
 
-def _spikes(pts, w, cfg, before=None):
+def _spikes(run, pts, w, cfg, before=None):
     """Spikes: EMA z-score (ZClip) with persistence, or a single point far above the running max; only those that
     start before step ``before`` (where sustained growth begins) when given."""
     scan = detectors.ema_zscore_scan(pts.x, w, float(cfg["alpha"]), cfg["z_thresh"], cfg["min_ratio"],
@@ -63,6 +63,7 @@ def _spikes(pts, w, cfg, before=None):
     if not alarms:
         return None
     steps = pts.span(alarms[0][0], alarms[-1][-1])
+    layers = layers_at(run, steps[0])
     peak = scan.peak
     between = " (a step between two recorded points; seen in the interval max)" if pts.from_interval[peak] else ""
     return Finding(
@@ -71,8 +72,8 @@ def _spikes(pts, w, cfg, before=None):
         "its running average. Add gradient clipping (MonitoredTrainCell(clip_grad_norm=...)) or lower the "
         "learning rate; check the batches at those steps." % (
             len(alarms), steps[0], steps[1], fmt(float(pts.x[peak])), pts.step(peak), between,
-            fmt(scan.peak_ratio)),
-        pts.tag, steps)
+            fmt(scan.peak_ratio)) + (" The first spike is in layer %s." % layer_list(list(layers)) if layers else ""),
+        pts.tag, steps, layers=layers)
 
 
 def _loss_converged(run, ratio):

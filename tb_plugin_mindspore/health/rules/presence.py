@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import ERROR, INFO, WARN, Finding, rule
-from .common import aligned_interval, events_of, layer_list, rule_of, steps_of
+from .common import aligned_interval, events_of, layer_list, layers_at, rule_of, steps_of
 
 
 @rule("no_loss", WARN, "our heuristic: without a training loss of a few points the trend rules have nothing to "
@@ -98,7 +98,11 @@ def nonfinite(run, cfg):
                                                                        where, count)
             if not np.isfinite(series.values[-1]):
                 what += " and is still non-finite at the last recorded step %d" % int(series.steps[-1])
-        findings.append(Finding("nonfinite", level, "%s. %s" % (what, advice), series.tag, (lo, ranges[-1][1])))
+        layers = layers_at(run, lo) if level == ERROR and quantity != "eval_loss" and not findings else ()
+        if layers:
+            what += " (non-finite gradients in layer %s at that step)" % layer_list(list(layers))
+        findings.append(Finding("nonfinite", level, "%s. %s" % (what, advice), series.tag, (lo, ranges[-1][1]),
+                                layers=layers))
     weights = _nan_weights(run, min((f.steps[0] for f in findings if f.level == ERROR), default=None))
     if weights is not None:
         findings.append(weights)
