@@ -9,8 +9,8 @@ run information. The server is warmed first (TensorBoard loading the runs is not
 * ``first_render_s``: the page is reloaded ``--reloads`` times; each time, from the start of the plugin frame's
   navigation until the run list holds every run and every chart on screen is drawn (charts further down are drawn
   when scrolled to). Target (issue 18): <= 3 s on 2,000 runs x 20 tags. Split into ``listings_answered_s`` (until
-  the last of the ``runs``, ``tags``, ``status``, ``contract`` answers arrived: the server's part) and ``page_s``
-  (the rest: building the page, fetching and drawing the charts).
+  the last of the ``runs``, ``tags`` and ``contract`` answers the charts wait for arrived: the server's part) and
+  ``page_s`` (the rest: building the page, fetching the charts' series, drawing them).
 * ``grouped_s``: grouping the runs by learning rate (the regex ``lr([0-9.e-]+)``) until the core charts are drawn
   again, one line per group: every run's core series is fetched and averaged.
 
@@ -95,7 +95,7 @@ READY_JS = """(n) => {
 
 
 LISTINGS_JS = """() => Math.max(0, ...performance.getEntriesByType('resource')
-    .filter((e) => /\\/(runs|tags|status|contract)(\\?|$)/.test(e.name)).map((e) => e.responseEnd))"""
+    .filter((e) => /\\/(runs|tags|contract)(\\?|$)/.test(e.name)).map((e) => e.responseEnd))"""
 
 
 def open_frame(page, base):
@@ -121,7 +121,7 @@ def measure(browser, base, runs, reloads=3, viewport=(1400, 1000)):
             frame = page.wait_for_selector("iframe", timeout=60000).content_frame()
             frame.wait_for_function(READY_JS, arg=runs, timeout=120000, polling="raf")
             timings.append(frame.evaluate("performance.now()") / 1000.0)
-            # The server's share: until the last of the listing routes the first render waits for has answered.
+            # The server's share: until the last of the listing routes the charts wait for has answered.
             served.append(frame.evaluate(LISTINGS_JS) / 1000.0)
             requests.append(len([u for u in urls if "/data/plugin/mindspore/scalars" in u]))
         capped = frame.get_attribute("[data-testid=run-selector]", "data-capped") == "true"
@@ -174,7 +174,7 @@ def print_table(f):
     rows = [
         ("first render, %d runs x %d tags (s)" % (f["runs"], f["tags"]),
          "min %.3f  median %.3f" % (min(f["first_render_s"]), statistics.median(f["first_render_s"])), "<= 3"),
-        ("  of which: until runs / tags / status / contract answered (s)",
+        ("  of which: until runs / tags / contract answered (s)",
          " ".join("%.2f" % x for x in f["listings_answered_s"]), ""),
         ("  of which: the page after them (s)", " ".join("%.2f" % x for x in f["page_s"]), ""),
         ("scalar requests per first render", " ".join(map(str, f["scalar_requests"])), ""),
