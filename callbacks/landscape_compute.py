@@ -97,8 +97,8 @@ def _timed_estimate(ev, interrupts, settings, method, nx, ny, probe, mine=None):
     ``mine`` points this worker evaluates (default all). Returns (loss, seconds per point).
 
     The estimate is the mean of those points after the first (which still pays one-off costs). Timing one loss
-    evaluation alone, as before, left out writing the parameters and caught the slow first calls after compiling,
-    so it was off by 1.7-2.5x on the demo model (BENCHMARKS.md)."""
+    evaluation alone, as before, left out writing the parameters and caught the slow first calls after compiling:
+    0.29-3.2x the measured cost on the demo model (BENCHMARKS.md)."""
     interrupts.armed = True
     t0 = time.perf_counter()
     centre = ev.loss()
