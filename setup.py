@@ -32,8 +32,9 @@ def build_frontend():
     if not os.path.isdir(os.path.join(FRONTEND, "node_modules")):
         subprocess.check_call([npm, "ci", "--no-audit", "--no-fund"], cwd=FRONTEND)
     subprocess.check_call([npm, "run", "build"], cwd=FRONTEND)
-    if not os.path.exists(bundle):
-        raise RuntimeError("the frontend build did not produce %s" % bundle)
+    for built in (bundle, os.path.join(STATIC, "report.js")):   # the tab, and the page of `tb-mindspore report`
+        if not os.path.exists(built):
+            raise RuntimeError("the frontend build did not produce %s" % built)
 
 
 class BuildPyWithFrontend(build_py):
