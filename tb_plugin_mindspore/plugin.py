@@ -198,7 +198,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     @json_route
     def _serve_runs(self, request):
         ctx, eid = self._ctx(request)
-        return {"runs": self._view.runs(ctx, eid)}
+        return self._view.runs_answer(ctx, eid)
 
     @json_route
     def _serve_status(self, request):
@@ -231,8 +231,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     @json_route
     def _serve_tags(self, request):
         ctx, eid = self._ctx(request)
-        run = request.args.get("run")
-        return {"tiers": list(metadata.TIERS), "runs": self._view.tags(ctx, eid, run)}
+        return self._view.tags_answer(ctx, eid, request.args.get("run"))
 
     @json_route
     def _serve_contract(self, request):

@@ -12,7 +12,7 @@ from tensorboard import errors
 
 from .. import metadata
 from ..contract import interval as interval_contract
-from . import histograms, layers, series_cache
+from . import encode, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ class DataView:
         self._provider = data_provider
         # The Python loader's multiplexer (None under --load_fast): lists tag names without reading any point.
         self._multiplexer = multiplexer
-        self._names = series_cache.TtlMemo()
+        self._names = series_cache.TtlMemo(max_entries=4096)
         self._labels = {}   # tag -> (tier, display name): a logdir of thousands of runs repeats a few tag names
         # The provider's listings, shared with the other routes and reused for up to a second (see series_cache).
         self._listings = series_cache.listings_for(data_provider)
@@ -85,6 +85,18 @@ class DataView:
                 self._labels.clear()
             label = self._labels[tag] = (metadata.tier_of(tag), metadata.display_name(tag))
         return label
+
+    # -- answers of the routes: JSON built and compressed once, shared by the requests of the same second ----------
+    def runs_answer(self, ctx, eid):
+        """The ``runs`` route's answer (``encode.Gzipped``)."""
+        return self._names.get(("runs_answer", eid), lambda: encode.Gzipped(encode.dumps(
+            {"runs": self.runs(ctx, eid)})))
+
+    def tags_answer(self, ctx, eid, run=None):
+        """The ``tags`` route's answer (``encode.Gzipped``): on thousands of runs, TensorBoard's own JSON encoding of
+        the entries (``json_util.Cleanse`` walks every one) would cost more than building them."""
+        return self._names.get(("tags_answer", eid, run), lambda: encode.Gzipped(encode.dumps(
+            {"tiers": list(metadata.TIERS), "runs": self.tags(ctx, eid, run)})))
 
     def runs(self, ctx, eid):
         """Runs that hold scalars, histograms or our plugin's data, sorted by name."""
