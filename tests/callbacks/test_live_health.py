@@ -20,6 +20,9 @@ from cb_helpers import LossWithBump, classification_data, dense_net, read_run, r
 
 STEPS = 24
 FREQ = 4
+# GRAPH_MODE in the quick set, PYNATIVE_MODE behind the slow mark (the NaN and skip tests run both quick).
+GRAPH_QUICK = pytest.mark.parametrize("mode", ["graph", pytest.param("pynative", marks=pytest.mark.slow)],
+                                      indirect=True)
 
 
 class LossTimesBump(nn.Cell):
@@ -124,6 +127,7 @@ def test_nan_found_within_one_interval(tmp_path, mode, entry, caplog):
     assert run_end(tmp_path)["status"] == "finished"
 
 
+@GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
 def test_stop_ends_training_at_the_detection_step(tmp_path, mode, entry):
     train = train_model if entry == "model" else train_loop
@@ -158,6 +162,7 @@ def test_skip_spiking_update_in_graph(tmp_path):
     assert skipped < 5 and applied > 3 * skipped
 
 
+@GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
 def test_checkpoint_holds_the_last_good_state(tmp_path, mode, entry):
     train = train_model if entry == "model" else train_loop
@@ -177,6 +182,7 @@ def test_checkpoint_holds_the_last_good_state(tmp_path, mode, entry):
     assert finite_weights(net)
 
 
+@GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
 def test_gradient_explosion(tmp_path, mode, entry, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
@@ -188,6 +194,7 @@ def test_gradient_explosion(tmp_path, mode, entry, caplog):
     assert "grad_explosion at step 24" in health_lines(caplog)[0]
 
 
+@GRAPH_QUICK
 def test_loss_spike(tmp_path, mode):
     train_model(tmp_path, bumps(at=21, value=50.0), loss_cell=LossWithBump)
     (e,) = events(tmp_path)
@@ -195,6 +202,7 @@ def test_loss_spike(tmp_path, mode):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@GRAPH_QUICK
 def test_healthy_controls_stay_quiet(tmp_path, mode, caplog):
     from tb_mindspore_callbacks.demo import WarmupCosineLR
 
