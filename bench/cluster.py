@@ -13,7 +13,14 @@ stopped halfway) plus rank 0's event file, starts a real ``tensorboard`` on it, 
 Prints a table and, as its last line, one JSON object. ``--ranks`` / ``--steps`` make a smaller cluster (the tests
 run 64 x 500).
 
+``--overhead`` instead measures what the per-rank statistics cost in training: the recorder's hooks alone (per step,
+at ``collect_freq=10``), and the demo transformer trained with ``Model.train`` + ``MonitoredTrainCell`` +
+``TrainMonitor(collect_freq=10, diagnostic_freq=10)`` (bench/overhead.py's ``core_diag``) with and without the
+rank statistics recorder, side by side: each repetition builds and compiles both anew and times them in a random
+order; the figure is the median ratio of the step times.
+
     .venv/bin/python bench/cluster.py --browser
+    .venv/bin/python bench/cluster.py --overhead [--reps 3] [--train-steps 100]
 """
 
 import argparse
@@ -136,13 +143,108 @@ def browser_times(base, repeat):
             "render_max_ms": max(renders), "ranks_drawn": int(info["ranks"]), "cols_drawn": int(info["cols"])}
 
 
+def hook_cost(steps=20000, collect_freq=10):
+    """Microseconds per training step spent in RankStatsRecorder's hooks (on_step every step, on_interval every
+    ``collect_freq`` steps: memory read, one row queued), on this thread."""
+    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+    from tb_mindspore_callbacks.recorders.base import StepRecord
+
+    class Settings:
+        logdir = tempfile.mkdtemp()
+
+    Settings.collect_freq = collect_freq
+
+    class Ctx:
+        settings, rank, info, writer = Settings, 0, {"rank_size": 1}, None
+
+    rec = RankStatsRecorder()
+    rec.on_start(Ctx)
+    records = [StepRecord(i + 1, wall_time=time.time(), step_time_ms=65.0, data_wait_ms=0.5, loss=1.0,
+                          grad_norm=2.0) for i in range(steps)]
+    t0 = time.perf_counter()
+    for r in records:
+        rec.on_step(r)
+        if r.step % collect_freq == 0:
+            rec.on_interval(r)
+    spent = time.perf_counter() - t0
+    rec.on_end(None)
+    return spent / steps * 1e6
+
+
+def training_ratio(reps, steps, warm_steps=3, seed=0):
+    """Median over ``reps`` of (step time with rank statistics) / (step time without), demo transformer."""
+    import random
+
+    from mindspore import nn
+    from mindspore.train import Callback, Model
+
+    import tb_mindspore_callbacks.monitor as monitor_module
+    from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model, synthetic_dataset
+    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+
+    with_stats = monitor_module.default_recorders
+
+    def without_stats(settings, extra=()):
+        return [r for r in with_stats(settings, extra) if not isinstance(r, RankStatsRecorder)]
+
+    class Clock(Callback):
+        def __init__(self):
+            self.times = []
+
+        def on_train_step_end(self, run_context):
+            self.times.append(time.perf_counter())
+
+    rng = random.Random(seed)
+    per_rep = []
+    step_ms = {"with": [], "without": []}
+    for rep in range(reps):
+        order = ["with", "without"]
+        rng.shuffle(order)
+        got = {}
+        for config in order:
+            monitor_module.default_recorders = with_stats if config == "with" else without_stats
+            try:
+                net = build_model(None, seed=0)
+                opt = nn.AdamWeightDecay(net.trainable_params(), learning_rate=DEMO_CONFIG["lr"], weight_decay=0.01)
+                loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+                model = Model(MonitoredTrainCell.wrap(net, loss_fn, opt))
+                clock = Clock()
+                with tempfile.TemporaryDirectory() as run_dir:
+                    mon = TrainMonitor(run_dir, collect_freq=10, diagnostic_freq=10, registry=None)
+                    model.train(1, synthetic_dataset(warm_steps + steps, seed=rep), callbacks=[mon, clock],
+                                dataset_sink_mode=False)
+            finally:
+                monitor_module.default_recorders = with_stats
+            t = clock.times[warm_steps:]
+            got[config] = (t[-1] - t[0]) / (len(t) - 1) * 1000.0
+            step_ms[config].append(got[config])
+            print("repetition %d, %s rank statistics: %.1f ms a step" % (rep, config, got[config]), flush=True)
+        per_rep.append(got["with"] / got["without"])
+    return {"ratio": statistics.median(per_rep), "ratios_per_rep": per_rep, "step_ms": step_ms}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--browser", action="store_true", help="also time the heatmap in headless Chromium")
+    parser.add_argument("--overhead", action="store_true", help="the training cost of the rank statistics instead")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--train-steps", type=int, default=100)
     args = parser.parse_args(argv)
+    if args.overhead:
+        figures = {"hook_us_per_step": hook_cost(), "load_average": os.getloadavg()[0]}
+        figures["training"] = training_ratio(args.reps, args.train_steps)
+        t = figures["training"]
+        print("rank statistics hooks: %.1f us a step (collect_freq=10)" % figures["hook_us_per_step"])
+        print("core_diag with / without rank statistics: %.3f (per repetition: %s); step ms with %s, without %s"
+              % (t["ratio"], ", ".join("%.3f" % r for r in t["ratios_per_rep"]),
+                 ", ".join("%.0f" % v for v in t["step_ms"]["with"]),
+                 ", ".join("%.0f" % v for v in t["step_ms"]["without"])))
+        print(json.dumps(figures))
+        return figures
     figures = {"ranks": args.ranks, "steps": args.steps}
     with tempfile.TemporaryDirectory() as tmp:
         logs = os.path.join(tmp, "logs")
