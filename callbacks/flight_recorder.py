@@ -126,7 +126,9 @@ class FlightRecorder(Recorder):
     def on_interval(self, record):
         self._cores = (self._cores[1], int(record.step))
         if self.active and getattr(self._ctx.settings, "live_health", None) is None:
-            event = self.check(record.step, self._ctx.writer)
+            # Without live health only a non-finite gradient triggers: a single layer's norm jumping 10x its median
+            # happens in healthy runs (early steps, a rare batch), and a warning there would be a false alarm.
+            event = self.check(record.step, self._ctx.writer, nonfinite_only=True)
             if event is not None:
                 logger.warning("tb-mindspore: %s (flight recorder: per-layer evidence written)", event["message"])
 
@@ -170,7 +172,7 @@ class FlightRecorder(Recorder):
         return Window(int(step) - back, ring[rows])
 
     # -- anomalies -------------------------------------------------------------------------------------------------
-    def check(self, step, writer=None):
+    def check(self, step, writer=None, nonfinite_only=False):
         """The recorder's own trigger: a finding dict (see :meth:`anomaly`) when a layer gradient went non-finite or
         spiked in the steps since the last check (a layer already non-finite the step before is no new onset), else
         None. Reads the ring (a few KB) once."""
@@ -178,8 +180,8 @@ class FlightRecorder(Recorder):
             return None
         checked, self._checked_until = self._checked_until, int(step)
         window = self.window(step)
-        origin = find_origin(window.norms, self._names, window.since(checked + 1), self.spike_factor, MIN_HISTORY,
-                             self._overflow_ok)
+        origin = find_origin(window.norms, self._names, window.since(checked + 1),
+                             math.inf if nonfinite_only else self.spike_factor, MIN_HISTORY, self._overflow_ok)
         if origin is None:
             return None
         if origin.cause == "nonfinite" and origin.first > 0:
