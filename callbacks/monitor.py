@@ -34,6 +34,17 @@ def lend_optimizer(cb):
     return cb_get(cb, "optimizer")
 
 
+def resumed_step_offset(cb):
+    """Steps trained before this ``Model.train`` call: ``Model.train(..., initial_epoch=k)`` (a resume) counts
+    ``cur_step_num`` from 0 again while ``cur_epoch_num`` starts at k + 1, so the steps of a resumed run would start at 1
+    and hide the run they continue. Read at the first epoch's begin; 0 for a fresh run."""
+    epoch = int(cb_get(cb, "cur_epoch_num", 1) or 1)
+    per_epoch = int(cb_get(cb, "batch_num", 0) or 0)
+    if int(cb_get(cb, "cur_step_num", 0) or 0) == 0 and epoch > 1 and per_epoch > 0:
+        return (epoch - 1) * per_epoch
+    return 0
+
+
 class TrainMonitor(Callback):
     """Records a ``Model.train`` run in three tiers, cheaply, as TensorBoard event files.
 
@@ -178,6 +189,7 @@ class TrainMonitor(Callback):
         self._network_id = None
         self._cell = None
         self._sink = False
+        self._offset = None     # steps trained before this Model.train call (a resume with initial_epoch)
 
     # The settings, readable as before (``monitor.collect_freq``, ``monitor.debug``, ...).
     def __getattr__(self, name):
@@ -221,6 +233,7 @@ class TrainMonitor(Callback):
             self._cell = None
             self._network_id = None
             self._sink = bool(cb_get(cb, "dataset_sink_mode", False))
+            self._offset = None
             source = self._find_source(cb)
             self.pipeline.start(source, step=int(cb_get(cb, "cur_step_num", 0) or 0), cb_params=cb,
                                 batch=self.settings.batch_size or _dataset_batch_size(cb))
@@ -228,14 +241,25 @@ class TrainMonitor(Callback):
             self.pipeline.error("train begin")
 
     def on_train_epoch_begin(self, run_context):
+        if self._offset is None and self.pipeline.active:
+            try:
+                self._offset = resumed_step_offset(run_context.original_args())
+                if self._offset:
+                    self.pipeline.shift_steps(self._offset)
+            except Exception:
+                self._offset = 0
+                self.pipeline.error("epoch begin")
         self.pipeline.epoch_begin()
+
+    def _step(self, cb):
+        return int(cb.cur_step_num) + (self._offset or 0)
 
     def on_train_step_begin(self, run_context):
         p = self.pipeline
         if not p.active or not p.wants_step_begin:
             return
         try:
-            p.step_begin(int(run_context.original_args().cur_step_num))
+            p.step_begin(self._step(run_context.original_args()))
         except Exception:
             p.error("step begin")
 
@@ -248,7 +272,7 @@ class TrainMonitor(Callback):
             if self._cell is None or self._sink:
                 # Sink mode swaps in a wrapper network per epoch; find the cell inside it again (cached by id).
                 self._find_source(cb)
-            p.step_end(int(cb.cur_step_num), outputs=cb_get(cb, "net_outputs"))
+            p.step_end(self._step(cb), outputs=cb_get(cb, "net_outputs"))
             if p.stop_requested:
                 run_context.request_stop()
         except Exception:
@@ -259,7 +283,7 @@ class TrainMonitor(Callback):
         if not p.active:
             return
         try:
-            p.epoch_end(int(run_context.original_args().cur_step_num))
+            p.epoch_end(self._step(run_context.original_args()))
         except Exception:
             p.error("epoch end")
 
@@ -269,7 +293,7 @@ class TrainMonitor(Callback):
             return
         try:
             cb = run_context.original_args()
-            p.end(int(cb.cur_step_num), outputs=cb_get(cb, "net_outputs"))
+            p.end(self._step(cb), outputs=cb_get(cb, "net_outputs"))
         except Exception:
             p.error("train end")
         finally:

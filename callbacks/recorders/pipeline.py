@@ -161,6 +161,12 @@ class Pipeline:
                     self.error("%s.rewrite" % r.name)
 
     # -- steps -----------------------------------------------------------------------------------------------------
+    def shift_steps(self, offset):
+        """The run continues an earlier one (a resume): its steps are counted from ``offset``."""
+        self.last_step += int(offset)
+        for kind in self.last:
+            self.last[kind] += int(offset)
+
     def epoch_begin(self):
         """Work between two epochs is neither waiting for data nor step time: the epoch's first step is timed from
         here (its batch is fetched after this)."""

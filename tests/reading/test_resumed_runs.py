@@ -25,7 +25,7 @@ import glob, os, sys
 sys.path.insert(0, sys.argv[1])
 import mindspore as ms
 from mindspore import nn
-from mindspore.train import Callback, CheckpointConfig, Model, ModelCheckpoint
+from mindspore.train import CheckpointConfig, Model, ModelCheckpoint
 from ms_training import tiny_dataset
 from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
 
@@ -34,13 +34,8 @@ ms.set_context(mode=ms.GRAPH_MODE)
 ms.set_seed(0)
 net = nn.SequentialCell(nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 3))
 loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-# Model.train(initial_epoch=2) counts steps from 1 again; a resume script (as mindformers does) carries the global
-# step on from the checkpoint's: steps 17-32.
-class GlobalStep(Callback):
-    def on_train_begin(self, run_context):
-        run_context.original_args().cur_step_num = 16
-
-
+# Model.train(initial_epoch=2) counts cur_step_num from 0 again; TrainMonitor carries the global step on from the
+# epochs before (steps 17-32).
 callbacks = [TrainMonitor(run_dir, collect_freq=2)]
 if phase == "first":
     lr, initial_epoch = 0.05, 0
@@ -50,7 +45,6 @@ else:
     lr, initial_epoch = 0.01, 2
     [ckpt] = glob.glob(os.path.join(ckpt_dir, "tiny-2_*.ckpt"))
     ms.load_param_into_net(net, ms.load_checkpoint(ckpt))
-    callbacks.insert(0, GlobalStep())
 optimizer = nn.Momentum(net.trainable_params(), learning_rate=lr, momentum=0.9)
 model = Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
 model.train(4, tiny_dataset(), callbacks=callbacks, dataset_sink_mode=False, initial_epoch=initial_epoch)
