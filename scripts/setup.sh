@@ -20,5 +20,7 @@ PY=${PYTHON:-python3}
 # The frontend bundle (tb_plugin_mindspore/static/) is built from frontend/ by npm, never committed.
 (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 
-TB_MINDSPORE_SKIP_FRONTEND=1 .venv/bin/python -m pip install -q -e ".[mindspore,test]"
+# PYTHONWARNINGS: setuptools' editable-install banner ("be careful with folders ... same name as your package")
+# is about the callbacks/ folder installed as tb_mindspore_callbacks; nothing to act on.
+PYTHONWARNINGS=ignore TB_MINDSPORE_SKIP_FRONTEND=1 .venv/bin/python -m pip install -q -e ".[mindspore,test]"
 echo "setup: done (.venv ready; run .venv/bin/tb-mindspore demo)"
