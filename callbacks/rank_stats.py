@@ -15,13 +15,16 @@ limit set by ``max_device_memory`` when one is set. On the CPU backend MindSpore
 import math
 import os
 import queue
+import shutil
 import socket
+import tempfile
 import threading
 import time
 
 import numpy as np
 
 from tb_plugin_mindspore import metadata, rank_file
+from tb_plugin_mindspore.reading import fs
 
 from ._util import logger
 from .recorders.base import Recorder
@@ -30,6 +33,7 @@ __all__ = ["RankStats", "RankStatsRecorder", "MemoryProbe", "LiveMemoryWatch", "
 
 _MB = 1024.0 * 1024.0
 _DROP_WARN_SECS = 30.0
+UPLOAD_SECS = 10.0        # a remote run folder: seconds between two uploads of a rank's staged file
 
 
 def rank_file_path(run_dir, rank):
@@ -165,6 +169,17 @@ class RankStats:
         if rank >= rank_size:
             raise ValueError("rank %d is outside 0..%d" % (rank, rank_size - 1))
         self.path = rank_file_path(run_dir, rank)
+        # A remote run folder (s3://...): the rows go to a local staging file, uploaded whole every
+        # UPLOAD_SECS and at close (object stores cannot append; the file is small: 44 bytes a row).
+        self.remote = None
+        if fs.is_remote(str(run_dir)):
+            self.remote = self.path
+            root = os.environ.get("TB_MINDSPORE_STAGING") or os.path.join(tempfile.gettempdir(),
+                                                                          "tb-mindspore-staging")
+            os.makedirs(root, exist_ok=True)
+            self.path = os.path.join(tempfile.mkdtemp(prefix="rank%d." % rank, dir=root),
+                                     os.path.basename(self.remote))
+        self._uploaded = 0.0
         self.rank, self.rank_size, self.collect_freq = rank, rank_size, collect_freq
         self.host = str(host) if host is not None else socket.gethostname()
         if local_rank is None:
@@ -250,6 +265,8 @@ class RankStats:
                 if fd is None:
                     fd = self._open()
                 os.write(fd, item)
+                if self.remote is not None and time.monotonic() - self._uploaded >= UPLOAD_SECS:
+                    self._upload()
             except OSError as e:
                 self.failed = e
                 logger.warning("tb-mindspore: rank %d statistics stopped: cannot write %s: %s", self.rank,
@@ -260,6 +277,23 @@ class RankStats:
                 os.close(fd)
             except OSError:
                 pass
+            if self.remote is not None and self._upload():
+                shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+    def _upload(self):
+        """Sends the staged file whole to the remote run folder; a failure is warned once and retried later."""
+        self._uploaded = time.monotonic()
+        try:
+            with open(self.path, "rb") as f:
+                fs.put_bytes(self.remote, f.read())
+            self.upload_error = None
+            return True
+        except Exception as e:       # never into training: the rows stay in the staging file
+            if getattr(self, "upload_error", None) is None:
+                logger.warning("tb-mindspore: rank %d statistics: cannot upload to %s (%s); kept in %s", self.rank,
+                               self.remote, e, self.path)
+            self.upload_error = e
+            return False
 
     def close(self, timeout=5.0):
         """Writes the queued rows and ends the writer thread (waits at most ``timeout`` s). Safe to call twice."""
@@ -347,7 +381,7 @@ class RankStatsRecorder(Recorder):
         rank_size = int(ctx.info.get("rank_size") or ctx.rank + 1)
         self.stats = RankStats(s.logdir, ctx.rank, max(rank_size, ctx.rank + 1), s.collect_freq)
         self.watch = LiveMemoryWatch()
-        ctx.info["rank_stats"] = {"file": os.path.relpath(self.stats.path, str(s.logdir)),
+        ctx.info["rank_stats"] = {"file": fs.relpath(self.stats.remote or self.stats.path, str(s.logdir)),
                                   "device_memory": "reported" if self.stats.memory.device_reported else
                                   "not reported by the %s backend" % (self.stats.memory.device_target or "current")}
 

@@ -31,10 +31,11 @@ def trained(s3_endpoint, tmp_path_factory):
         bucket = Bucket(s3_endpoint, env)
         staging = tmp / "staging"
         proc = subprocess.run([sys.executable, os.path.join(HERE, "remote_training.py"), bucket.url + "/logs/run_a",
-                               str(tmp / "ms")], capture_output=True, text=True, timeout=300,
+                               str(tmp / "ms")], capture_output=True, text=True, timeout=300, cwd=str(tmp),
                               env=dict(os.environ, GLOG_v="3", TB_MINDSPORE_STAGING=str(staging)))
         assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
         assert not glob.glob(str(staging / "*" / "*")), "staging folder left behind after a complete upload"
+        assert not os.path.exists(str(tmp / "s3:")), "a remote logdir was written as a local folder"
         (ms_path,) = glob.glob(str(tmp / "ms" / "*_MS"))
         with open(ms_path, "rb") as f:
             data = f.read()
@@ -47,7 +48,9 @@ def test_training_wrote_event_files_to_s3(trained):
 
     bucket = trained[0]
     keys = bucket.keys("logs/run_a/")
-    assert keys and all("tfevents" in k for k in keys), keys
+    events = [k for k in keys if "tfevents" in k]
+    # the per-rank statistics are uploaded too (never written to a local folder named "s3:")
+    assert events and set(keys) - set(events) == {"logs/run_a/cluster/rank0.tbmsrank"}, keys
     acc = EventAccumulator(bucket.url + "/logs/run_a", size_guidance={"scalars": 0})   # TensorBoard's S3 reader
     acc.Reload()
     assert [e.step for e in acc.Scalars("core/loss")][-1] == 16
