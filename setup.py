@@ -56,6 +56,7 @@ setup(
     python_requires=">=3.9",
     packages=[
         "tb_plugin_mindspore",
+        "tb_plugin_mindspore.contract",
         "tb_plugin_mindspore.reading",
         "tb_plugin_mindspore.health",
         "tb_plugin_mindspore.health.rules",

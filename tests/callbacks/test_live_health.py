@@ -294,7 +294,10 @@ def test_stall_found_by_the_watchdog(tmp_path, caplog):
         time.sleep(1.6)
         for i in range(2):
             mon.step(ms.Tensor(np.float32(1.0)))
-    (e,) = events(tmp_path)
+    found = events(tmp_path)
+    # On a loaded machine the first steps (compiling) can outlast 0.5 s too: a stall there is a true one.
+    (e,) = [f for f in found if f["step"] == 4]
+    assert all(f["rule"] == "run_stalled" and f["step"] < 4 for f in found if f is not e)
     assert (e["rule"], e["step"], e["severity"]) == ("run_stalled", 4, "warning")
     assert "no training step" in e["message"] and any("run_stalled" in line for line in health_lines(caplog))
     assert run_end(tmp_path)["step"] == 6
