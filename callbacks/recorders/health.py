@@ -126,29 +126,30 @@ class LiveHealthRecorder(Recorder):
         else:
             self.open.discard("nonfinite")
         if gi is not None and not overflow_cell:
-            value = lh.envelope(r.grad_norm, gi.max)
-            before = self.grad.running_max
-            ratio = self.grad.update(value)
-            if ratio is not None:
-                at = gi.max_step if gi.max_step is not None and value == gi.max else r.step
-                found.append(_Finding("grad_explosion", "error", at, (
-                    "gradient explosion: the gradient norm reached %s at step %d, %s times the largest before it (%s)"
-                    % (lh.fmt(value), at, lh.fmt(ratio), lh.fmt(before)))))
+            found.extend(self._jump(self.grad, r.grad_norm, gi, r.step, "grad_explosion", "error",
+                                    "gradient explosion: the gradient norm reached %s at step %d, %s times the "
+                                    "largest before it (%s)"))
         if li is not None:
-            value = lh.envelope(r.loss, li.max)
-            before = self.loss.running_max
-            ratio = self.loss.update(value)
-            if ratio is not None:
-                at = li.max_step if li.max_step is not None and value == li.max else r.step
-                found.append(_Finding("loss_spike", "warning", at, (
-                    "loss spike: the loss reached %s at step %d, %s times the largest loss before it (%s)"
-                    % (lh.fmt(value), at, lh.fmt(ratio), lh.fmt(before)))))
+            found.extend(self._jump(self.loss, r.loss, li, r.step, "loss_spike", "warning",
+                                    "loss spike: the loss reached %s at step %d, %s times the largest loss before it "
+                                    "(%s)"))
         if r.skipped_updates and not found:
             first = r.first_skipped_step if r.first_skipped_step is not None else r.step
             found.append(_Finding("grad_explosion", "warning", first, (
                 "%d update(s) skipped since step %d: gradient norm non-finite or %s times the largest applied one"
                 % (r.skipped_updates, first, lh.fmt(self.t.grad_factor)))))
         return found
+
+    @staticmethod
+    def _jump(watch, point, interval, step, rule, severity, template):
+        """A finding when the interval's largest value jumped past ``watch``'s running max (empty list if not)."""
+        value = lh.envelope(point, interval.max)
+        before = watch.running_max
+        ratio = watch.update(value)
+        if ratio is None:
+            return []
+        at = interval.max_step if interval.max_step is not None and value == interval.max else step
+        return [_Finding(rule, severity, at, template % (lh.fmt(value), at, lh.fmt(ratio), lh.fmt(before)))]
 
     def _nonfinite(self, r, bad):
         first = min((b[2] for b in bad if b[2] is not None), default=r.first_step or r.step)
