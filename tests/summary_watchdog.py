@@ -2,8 +2,10 @@
 
 ``SummaryRecord`` forks a writer pool from the (multi-threaded) test process; now and then one of the pool's workers
 hangs on a lock when the pool is terminated at close, and ``Model.train`` waits for it forever (MindSpore's bug, in
-the pool's own termination). :func:`unblock_summary_writers` kills this process's children after ``limit`` seconds,
-which lets ``Model.train`` return; by then the pool has written its data, and the test judges what is on disk.
+the pool's own termination). :func:`unblock_summary_writers` kills the children this process started inside the
+block after ``limit`` seconds, which lets ``Model.train`` return; by then the pool has written its data, and the test
+judges what is on disk. Children that existed before the block (the session's browser driver and Chromium, a
+TensorBoard server) are left alone.
 """
 
 import contextlib
@@ -15,11 +17,14 @@ def unblock_summary_writers(limit=120.0):
     import psutil
 
     done = threading.Event()
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
 
     def watch():
         if done.wait(limit):
             return
         for child in psutil.Process().children(recursive=True):
+            if child.pid in before:
+                continue
             try:
                 child.kill()
             except psutil.Error:
