@@ -368,8 +368,9 @@ _ADVICE = {
 class RankStatsRecorder(Recorder):
     """The recorder of :mod:`~tb_mindspore_callbacks.recorders`: per-rank rows on every rank (no collective), host
     and device memory in the core tier (``core/host_memory_mb``, ``core/device_memory_mb``) on the ranks that write
-    event files, and the memory rules live on each rank's own rows (a health event where the rank writes events, a
-    log line elsewhere)."""
+    event files, the memory rules live on each rank's own rows (a health event where the rank writes events, a
+    log line elsewhere), and, with live health on and several ranks, the cluster rules live on the writing rank
+    (:class:`~.live_cluster.LiveClusterWatch` over the run folder's rank files)."""
 
     name = "rank_stats"
     wants_step_begin = True     # the data wait of every step
@@ -381,6 +382,11 @@ class RankStatsRecorder(Recorder):
         rank_size = int(ctx.info.get("rank_size") or ctx.rank + 1)
         self.stats = RankStats(s.logdir, ctx.rank, max(rank_size, ctx.rank + 1), s.collect_freq)
         self.watch = LiveMemoryWatch()
+        self.cluster = None
+        if ctx.writer is not None and rank_size > 1 and s.live_health is not None and "://" not in str(s.logdir):
+            from .live_cluster import LiveClusterWatch
+
+            self.cluster = LiveClusterWatch(s.logdir, self._cluster_event, own_rank=ctx.rank).start()
         ctx.info["rank_stats"] = {"file": fs.relpath(self.stats.remote or self.stats.path, str(s.logdir)),
                                   "device_memory": "reported" if self.stats.memory.device_reported else
                                   "not reported by the %s backend" % (self.stats.memory.device_target or "current")}
@@ -389,7 +395,9 @@ class RankStatsRecorder(Recorder):
         self.stats.add_step(r.step_time_ms, r.data_wait_ms)
 
     def on_interval(self, r):
-        row = self.stats.record(r.step, r.loss, r.grad_norm, wall_time=r.wall_time or None)
+        # The rank's own gradient norm: before the reducer in data parallel (the core tier's is the all-reduced one).
+        grad = r.local_grad_norm if r.local_grad_norm is not None else r.grad_norm
+        row = self.stats.record(r.step, r.loss, grad, wall_time=r.wall_time or None)
         w = self.ctx.writer
         if w is not None:
             if math.isfinite(row["host_memory_mb"]):
@@ -412,11 +420,30 @@ class RankStatsRecorder(Recorder):
         w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
         logger.warning("tb-mindspore: %s", message)
 
+    def _cluster_event(self, rule, severity, step, first_step, message):
+        """A cluster finding of the live watch (its thread): a health event and one log line."""
+        w = self.ctx.writer
+        if w is None:
+            return
+        from .recorders.events import json_value
+
+        event = metadata.health_event(rule, severity, step, first_step=first_step, message=message,
+                                      source="live")
+        w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
+        logger.warning("tb-mindspore: %s", message)
+
     def on_end(self, status):
+        self._stop_cluster()
         self.stats.close()
 
     def close(self):
+        self._stop_cluster()
         self.stats.close()
+
+    def _stop_cluster(self):
+        if getattr(self, "cluster", None) is not None:
+            self.cluster.stop()
+            self.cluster = None
 
 
 def _number(value):
