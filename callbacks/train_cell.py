@@ -283,6 +283,12 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         self._layer_classes = ()
         self._layer_order = None
         self.flight_capacity = 0
+        # Data parallel: the gradients are all-reduced before the norm above; the rank's own (device-local) norm is
+        # taken before the reducer too, for the per-rank statistics.
+        self._local_norm = bool(getattr(self, "reducer_flag", False))
+        if self._local_norm:
+            self.tbms_local_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_local_grad",
+                                             requires_grad=False)
 
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, **kwargs):
@@ -330,6 +336,14 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         return grad_norm, layer
 
     @ms.jit
+    def _keep_local_norm(self, grads):
+        """Keeps this rank's gradient norm before the gradient reducer (data parallel) in ``tbms_local_grad``."""
+        norm = ops.sqrt(grouped_square_sum(grads, self._groups))
+        if not self._unit_sens:
+            norm = norm * self._inv_sens
+        return ops.assign(self.tbms_local_grad, norm.reshape((1,)))
+
+    @ms.jit
     def _record_step(self, loss, layer, grad_norm, lr):
         """Updates the tbms_ Parameters; returns a token to depend on.
 
@@ -364,6 +378,8 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         else:
             sens = ops.fill(loss.dtype, loss.shape, self.sens)
             grads = self.grad(self.network, self.weights)(*inputs, sens)
+        if self._local_norm:
+            loss = ops.depend(loss, self._keep_local_norm(ms.mutable(grads)))
         grads = self.grad_reducer(grads)
         # The gradients go in as a mutable tuple: a plain tuple of Tensors reaching a compiled function is taken as
         # a constant (compiled again for every new value). The LR is read before the optimizer moves global_step.
@@ -473,6 +489,13 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             return None
         return self.tbms_layer_grad.asnumpy().copy()
 
+    def local_grad_norm(self):
+        """This rank's gradient norm at the most recent step, before the gradient reducer (data parallel), or None
+        when there is no reducer (then it is the gradient norm itself)."""
+        if not self._local_norm:
+            return None
+        return float(self.tbms_local_grad.asnumpy().reshape(-1)[0])
+
     def loss_scale_state(self):
         """``None`` here; ``(loss_scale, overflow_steps_since_last_read)`` for :class:`MonitoredLossScaleCell`."""
         return None
@@ -513,6 +536,8 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         scaling_sens_filled = ops.ones_like(loss) * ops.cast(scaling_sens, ops.dtype(loss))
         grads = self.grad(self.network, self.weights)(*inputs, scaling_sens_filled)
         grads = self.hyper_map(ops.partial(_unscale_grad, scaling_sens), grads)
+        if self._local_norm:
+            loss = ops.depend(loss, self._keep_local_norm(ms.mutable(grads)))
         grads = self.grad_reducer(grads)
         grad_norm, layer, lr = self._norms_and_lr(ms.mutable(grads))
         # Overflow = a non-finite gradient, read off the global norm already computed (works on every device).

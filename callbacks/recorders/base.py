@@ -137,6 +137,7 @@ class StepRecord:
     first_step: Optional[int] = None
     loss: float = math.nan
     grad_norm: float = math.nan
+    local_grad_norm: Optional[float] = None     # data parallel: this rank's norm before the gradient reducer
     lrs: Tuple[float, ...] = ()
     loss_interval: Optional[Interval] = None
     grad_interval: Optional[Interval] = None

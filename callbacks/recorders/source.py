@@ -73,6 +73,8 @@ class CellSource:
         stats, last = self.cell.read_and_reset()
         marks, guard = self.cell.read_marks()
         _fill(record, stats, last, marks, last[2:])
+        local = getattr(self.cell, "local_grad_norm", None)
+        record.local_grad_norm = local() if local is not None else None
         state = self.cell.loss_scale_state()
         if state is not None:
             record.loss_scale, record.overflow_steps = state

@@ -84,3 +84,40 @@ def test_msrun_four_workers_slow_and_killed_rank_are_named(tmp_path, capsys):
 @pytest.mark.slow
 def test_msrun_four_workers_longer_run_smaller_slowdown(tmp_path, capsys):
     check_job(tmp_path, capsys, steps=160, kill_step=80, env={"CLUSTER_SLOW_WAIT": "0.13"}, strict=False)
+
+
+@pytest.mark.slow
+def test_msrun_data_parallel_ranks_record_their_own_gradient_norm(tmp_path):
+    """Two msrun workers in real data parallel: the core tier's gradient norm is the all-reduced one (the same on
+    every rank), the rank rows hold each rank's own norm from before the reducer: different per rank, and the
+    norm of the mean gradient is at most the mean of the ranks' norms."""
+    from tb_plugin_mindspore import metadata
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logdir, steps = tmp_path / "dp", 12
+    cmd = [os.path.join(BIN, "msrun"), "--worker_num=2", "--local_worker_num=2", "--master_port=%d" % free_port(),
+           "--log_dir=%s" % (tmp_path / "msrun_log"), "--join=True", os.path.join(HERE, "msrun_dp_child.py"),
+           str(logdir), str(steps)]
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), GLOG_v="3")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=str(tmp_path))
+    logs = "".join(open(tmp_path / "msrun_log" / n, errors="replace").read()
+                   for n in sorted(os.listdir(tmp_path / "msrun_log")))
+    workers = sorted((json.loads(line.split("DP_WORKER ", 1)[1]) for line in logs.splitlines()
+                      if "DP_WORKER {" in line), key=lambda w: w["rank"])
+    assert proc.returncode == 0 and [w["rank"] for w in workers] == [0, 1], logs[-3000:]
+    assert all(w["size"] == 2 and w["reducer"] and w["errors"] == 0 for w in workers), workers
+    assert workers[0]["weights"] == pytest.approx(workers[1]["weights"], rel=1e-5)   # the ranks stayed in sync
+    files = [(r, str(logdir / "cluster" / ("rank%d.tbmsrank" % r))) for r in (0, 1)]
+    data = cluster.ClusterData("dp", cluster.SOURCE_RANK_FILES, files)
+    data.reload()
+    ranks, rank_steps, _, mats = data.aligned()
+    local, present = mats["grad_norm"]
+    assert rank_steps.tolist() == list(range(2, steps + 1, 2)) and present.all()
+    ea = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    ea.Reload()
+    reduced = {e.step: e.value for e in ea.Scalars(metadata.GRAD_NORM)}
+    for col, step in enumerate(rank_steps.tolist()):
+        l0, l1 = float(local[0, col]), float(local[1, col])
+        assert abs(l0 - l1) > 1e-3 * max(l0, l1), (step, l0, l1)          # each rank's own shard
+        assert reduced[step] <= 0.5 * (l0 + l1) * (1 + 1e-5), (step, reduced[step], l0, l1)
+        assert abs(reduced[step] - l0) > 1e-4 * l0, (step, reduced[step], l0)
