@@ -89,6 +89,7 @@ export class SeriesStore {
     this.pending = []; // [{run, tag, resolve, reject}] waiting for the next batch
     this.flushTimer = null;
     this.requests = 0; // requests sent (for tests and the page's data attributes)
+    this.idleWaiters = []; // resolved once nothing is pending, queued or in flight
     this.groups = new Map(); // group id -> its runs: get(id, tag) answers their mean with a min / max band
   }
 
@@ -218,6 +219,23 @@ export class SeriesStore {
     }
   }
 
+  /** Resolves once no request is pending, queued or in flight (at once when none is). */
+  idle() {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  isIdle() {
+    return this.running === 0 && !this.queue.length && !this.pending.length && this.flushTimer === null;
+  }
+
+  notifyIdle() {
+    if (!this.idleWaiters.length || !this.isIdle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
   schedule(task) {
     return new Promise((resolve, reject) => {
       this.queue.push({ task, resolve, reject });
@@ -236,6 +254,8 @@ export class SeriesStore {
         .finally(() => {
           this.running -= 1;
           this.pump();
+          // A tick later: the answer's handlers may ask for more (a group's members, a retry).
+          setTimeout(() => this.notifyIdle(), 0);
         });
     }
   }

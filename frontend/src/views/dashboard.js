@@ -20,6 +20,7 @@ import { WarningsBanner } from "./warningsBanner.js";
 
 const REFRESH_MS = 30000;
 const EMPTY_REFRESH_MS = 5000;
+const CHARTS_WAIT_MS = 3000; // health and status wait at most this long for the charts' first series
 
 export class Dashboard {
   constructor(root) {
@@ -180,23 +181,28 @@ export class Dashboard {
     this.app.dataset.refreshSource = fromHost ? "tensorboard" : "page";
     // The other sections re-read their routes alongside.
     this.events.emit("refresh", { count: this.refreshCount, source: this.app.dataset.refreshSource });
-    // Not awaited: the charts do not wait for the health rules.
-    fetchHealth().then(
-      (health) => this.healthPanel.setHealth(health),
-      (e) => this.healthPanel.setError((e && e.message) || "request failed"),
-    );
-    // The status (logdir, warnings) is shown when it comes; the charts wait for it only to explain an empty page
-    // (on a logdir of thousands of runs it is among the slowest answers).
-    const statusP = fetchStatus().then(
-      (status) => {
-        this.status = status;
-        this.warningsBanner.update(status.warnings);
-        this.logdirEl.textContent = status.logdir ? status.logdir : "(no logdir)";
-        this.logdirEl.title = status.logdir ? "Log directory: " + status.logdir : "";
-        return status;
-      },
-      () => null,
-    );
+    // The health rules and the status (logdir, warnings) are asked for once the charts on screen have their series:
+    // on a logdir of thousands of runs they are the slowest answers, and computed beside the listings and the
+    // charts' series they would hold those up (the server's Python threads share one interpreter lock). The charts
+    // wait for the status only to explain an empty page.
+    let statusP = null;
+    const status = () =>
+      (statusP ||= fetchStatus().then(
+        (st) => {
+          this.status = st;
+          this.warningsBanner.update(st.warnings);
+          this.logdirEl.textContent = st.logdir ? st.logdir : "(no logdir)";
+          this.logdirEl.title = st.logdir ? "Log directory: " + st.logdir : "";
+          return st;
+        },
+        () => null,
+      ));
+    const health = () =>
+      fetchHealth().then(
+        (h) => this.healthPanel.setHealth(h),
+        (e) => this.healthPanel.setError((e && e.message) || "request failed"),
+      );
+    const afterCharts = () => this.chartsLoaded().then(() => (health(), status()));
     const [runsR, tagsR, contractR] = await Promise.allSettled([
       fetchRuns(),
       fetchTags(),
@@ -207,10 +213,11 @@ export class Dashboard {
     if (runsR.status === "rejected" || tagsR.status === "rejected" || contractR.status === "rejected") {
       const error = (runsR.reason || tagsR.reason || contractR.reason || {}).message || "request failed";
       if (isFirst || !this.views.size) {
-        this.showEmpty(await statusP, error);
+        this.showEmpty(await status(), error);
       } else {
         this.showBanner(`Could not refresh: ${error}`);
       }
+      health();
       return;
     }
     this.showBanner("");
@@ -221,12 +228,13 @@ export class Dashboard {
     this.updateTagIndex(tags);
 
     if (this.index.size === 0) {
-      const status = await statusP;
+      const st = await status();
+      health();
       const why =
-        status && status.has_data === false
-          ? status
+        st && st.has_data === false
+          ? st
           : {
-              ...(status || {}),
+              ...(st || {}),
               reason: "no_scalars",
               message: "The runs under this log directory hold no scalar series this tab can draw.",
             };
@@ -243,6 +251,18 @@ export class Dashboard {
     this.reconcileCards();
     this.updatedEl.textContent = "Updated " + new Date().toLocaleTimeString();
     this.redrawAll({ refresh: !isFirst });
+    afterCharts();
+  }
+
+  /** Resolves when the charts on screen have had their series (the views seen by the observer ask for them a
+   * frame or two after a redraw), or after CHARTS_WAIT_MS at most. */
+  chartsLoaded() {
+    const frame = () => new Promise((resolve) => (typeof requestAnimationFrame === "function" ? requestAnimationFrame(() => resolve()) : setTimeout(resolve, 16)));
+    const settled = frame()
+      .then(frame)
+      .then(() => new Promise((resolve) => setTimeout(resolve, 0)))
+      .then(() => this.store.idle());
+    return Promise.race([settled, new Promise((resolve) => setTimeout(resolve, CHARTS_WAIT_MS))]);
   }
 
   showEmpty(status, error) {
