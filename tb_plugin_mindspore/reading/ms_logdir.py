@@ -66,7 +66,7 @@ from array import array
 
 import numpy as np
 
-from . import fs, ms_files, ms_lineage, ms_proto, timeline
+from . import fs, ms_files, ms_lineage, ms_proto, series_store
 
 logger = logging.getLogger(__name__)
 
@@ -397,12 +397,12 @@ class _Run:
         return self._memoized(("cutoffs", kind), lambda: self._cutoffs(kind))
 
     def _cutoffs(self, kind):
-        # The rule event files follow too (``timeline``): a later file supersedes from its first step of the series.
+        # The rule event files follow too (``series_store.cuts``): a later file supersedes from its first step of the series.
         files = self.summaries()
         out = [{} for _ in files]
         for tag in {tag for _, data in files for (tag, k) in data.steps if k == kind}:
             starts = [data.steps[(tag, kind)][0] if (tag, kind) in data.steps else None for _, data in files]
-            for i, cut in enumerate(timeline.cuts(starts)):
+            for i, cut in enumerate(series_store.cuts(starts)):
                 if cut is not None:
                     out[i][tag] = (cut[0], files[cut[1]][0])
         return out

@@ -3,13 +3,22 @@
 A :class:`Series` holds every point of one scalar series (or every row of an interval series) of one run in write
 order: steps (int32 while they fit, else int64), wall times (float64; not for interval rows) and values (float32;
 the 5 interval statistics for an interval series): 16 bytes a scalar point and 24 an interval row, with at most a
-quarter more held as room to grow (given back after a run's first read). No Python object per point. It is cut into segments (``timeline``: a new file, or a step going back) and keeps its *final timeline*
-(what a restarted run ends up with) as it grows: a new segment truncates the final timeline at its first step and
+quarter more held as room to grow (given back after a run's first read). No Python object per point. It is cut into
+segments (a new file, or a step going back) and keeps its *final timeline* (what a restarted run ends up with) as it
+grows: a new segment truncates the final timeline at its first step and
 then appends, so the final timeline is always sorted by step and, between two restarts, only ever grows at its end,
 which lets a scalar series keep a min/max pyramid of it (``pyramid``) up to date block by block.
 
 Only the final timeline of a series that never restarted is the written columns themselves; a restarted series
 keeps its final timeline as a second set of columns.
+
+The restart rule, the one rule for event files and ``*_MS`` files (``cuts``, ``cut_steps``, ``segment_starts``,
+``superseded``: pure helpers over numpy arrays; ``ms_logdir`` cuts ``*_MS`` files with them too). A series written in several pieces (several files in one run folder, or a file in which the steps go back: a
+script re-run into the same folder, a resume from a checkpoint) is cut into *segments*, in the order they were
+written: a new segment starts with each file and wherever the step goes down. A later segment supersedes the
+earlier ones from its first step on: an earlier segment keeps only its points before the first step of every
+later segment, what TensorBoard does for a restarted run ("purge orphaned data"). A resume from step 6 keeps the
+first run's steps 1-5; a re-run of steps 1-10 replaces the first run's steps 1-10.
 """
 
 import threading
@@ -17,7 +26,6 @@ import threading
 import numpy as np
 
 from . import pyramid as pyramid_module
-from . import timeline
 
 MIN_CAPACITY = 256
 GROWTH = 1.25
@@ -157,7 +165,7 @@ class Series:
         with self._lock:
             n = self._written.steps.size
             previous = int(self._written.steps.data[n - 1]) if n else None
-            cuts = list(timeline.segment_starts(steps, previous))
+            cuts = list(segment_starts(steps, previous))
             if not self._segments or self._segments[-1][1] != source:
                 if not cuts or cuts[0] != 0:
                     cuts.insert(0, 0)
@@ -229,10 +237,54 @@ class Series:
             steps = self._written.steps.view()
             parts = [steps[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
             out = []
-            for i, keep in timeline.superseded(parts):
+            for i, keep in superseded(parts):
                 a, b = bounds[i], bounds[i + 1]
                 lost = ~keep
                 walls = self._written.wall_view()
                 out.append((self._segments[i][1], steps[a:b][lost].copy(),
                             None if walls is None else walls[a:b][lost].copy(), self._written.values.view()[a:b][lost].copy()))
             return out
+
+
+# -- the restart rule ----------------------------------------------------------------------------------------------
+def cuts(first_steps):
+    """Per segment, in write order, ``(step, index)``: the smallest first step of the segments after it, from which
+    they supersede it, and the segment that has it (the earliest of equals); ``None`` for the last segment, or when
+    no later segment has a first step (``None`` in ``first_steps``: a segment without this series)."""
+    out = [None] * len(first_steps)
+    low = None
+    for i in range(len(first_steps) - 1, -1, -1):
+        out[i] = low
+        first = first_steps[i]
+        if first is not None and (low is None or first <= low[0]):
+            low = (first, i)
+    return out
+
+
+def cut_steps(first_steps):
+    """The steps of :func:`cuts` alone."""
+    return [None if c is None else c[0] for c in cuts(first_steps)]
+
+
+def segment_starts(steps, previous=None):
+    """Positions in ``steps`` (in write order) where a new segment starts because the step went down (from the
+    point before it; the first point compares with ``previous``, the last step already written, if any)."""
+    steps = np.asarray(steps)
+    down = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if previous is not None and steps.size and steps[0] < previous:
+        down = np.r_[0, down]
+    return down
+
+
+def superseded(segments):
+    """``[(segment index, keep)]``: for segments ``[steps array, ...]`` in write order, the boolean mask of the
+    points each keeps (steps before its cut step), for the segments that lose any."""
+    cuts = cut_steps([int(s[0]) if len(s) else None for s in segments])
+    out = []
+    for i, (steps, cut) in enumerate(zip(segments, cuts)):
+        if cut is None:
+            continue
+        keep = np.asarray(steps) < cut
+        if not keep.all():
+            out.append((i, keep))
+    return out

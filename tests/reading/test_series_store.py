@@ -1,12 +1,12 @@
 """The compact series store: the min/max pyramid and M4 windows (exact against a brute-force scan), the one rule for
-restarted series (``timeline``), and the store's columns (segments, final timeline, memory per point)."""
+restarted series (``series_store.cut_steps``), and the store's columns (segments, final timeline, memory per point)."""
 
 import time
 
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.reading import pyramid, scalar_answer, series_store, timeline
+from tb_plugin_mindspore.reading import pyramid, scalar_answer, series_store
 
 
 def _series(n, seed=0, spikes=(), nans=()):
@@ -110,12 +110,12 @@ def test_window_of_a_million_points_under_100_ms():
 
 
 def test_cut_steps_is_the_restart_rule():
-    assert timeline.cut_steps([1, 6]) == [6, None]
-    assert timeline.cut_steps([1, 11, 6]) == [6, 6, None]        # a resume at 6 supersedes both earlier pieces
-    assert timeline.cut_steps([1, None, 3]) == [3, 3, None]
-    assert timeline.cut_steps([]) == []
-    np.testing.assert_array_equal(timeline.segment_starts(np.array([1, 2, 3, 2, 5, 5, 1])), [3, 6])
-    np.testing.assert_array_equal(timeline.segment_starts(np.array([4, 5]), previous=9), [0])
+    assert series_store.cut_steps([1, 6]) == [6, None]
+    assert series_store.cut_steps([1, 11, 6]) == [6, 6, None]        # a resume at 6 supersedes both earlier pieces
+    assert series_store.cut_steps([1, None, 3]) == [3, 3, None]
+    assert series_store.cut_steps([]) == []
+    np.testing.assert_array_equal(series_store.segment_starts(np.array([1, 2, 3, 2, 5, 5, 1])), [3, 6])
+    np.testing.assert_array_equal(series_store.segment_starts(np.array([4, 5]), previous=9), [0])
 
 
 def _final(series):
@@ -153,7 +153,7 @@ def test_final_timeline_matches_the_cut_rule_on_random_segments():
             steps = first + np.sort(rng.integers(0, 50, size=rng.integers(1, 30)))
             pieces.append(steps)
             s.append(steps, steps.astype(np.float64), steps.astype(np.float32), source=k)
-        cuts = timeline.cut_steps([int(p[0]) for p in pieces])
+        cuts = series_store.cut_steps([int(p[0]) for p in pieces])
         expected = np.concatenate([p if c is None else p[p < c] for p, c in zip(pieces, cuts)])
         assert _final(s) == expected.tolist(), (trial, pieces)
         lost = sum(len(x[1]) for x in s.superseded())
