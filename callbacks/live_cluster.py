@@ -1,7 +1,7 @@
 """The cluster rules while training: stragglers, diverging ranks and stopped ranks, judged on the writing rank.
 
-Every rank appends its own rows to ``<run>/cluster/rank<k>.tbmsrank`` (:mod:`.rank_stats`). On the rank that writes
-event files (rank 0 by default), :class:`LiveClusterWatch` reads those files in a background thread every
+Every rank appends its own rows to ``<run>/cluster/rank<k>.tbmsrank`` (:mod:`.rank_stats`). On rank 0 (one reader,
+whatever ``all_ranks`` says), :class:`LiveClusterWatch` reads those files in a background thread every
 ``CHECK_SECS`` seconds and runs the same rules as ``tb-mindspore check`` and the Health panel (``slow_rank``,
 ``rank_diverging``, ``rank_stopped`` with their registry thresholds). A new finding is logged as one line and
 recorded as a live health event, once per rule and rank (never "stopped" for the rank doing the judging: it runs).

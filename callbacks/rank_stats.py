@@ -369,7 +369,7 @@ class RankStatsRecorder(Recorder):
     """The recorder of :mod:`~tb_mindspore_callbacks.recorders`: per-rank rows on every rank (no collective), host
     and device memory in the core tier (``core/host_memory_mb``, ``core/device_memory_mb``) on the ranks that write
     event files, the memory rules live on each rank's own rows (a health event where the rank writes events, a
-    log line elsewhere), and, with live health on and several ranks, the cluster rules live on the writing rank
+    log line elsewhere), and, with live health on and several ranks, the cluster rules live on rank 0
     (:class:`~.live_cluster.LiveClusterWatch` over the run folder's rank files)."""
 
     name = "rank_stats"
@@ -383,7 +383,8 @@ class RankStatsRecorder(Recorder):
         self.stats = RankStats(s.logdir, ctx.rank, max(rank_size, ctx.rank + 1), s.collect_freq)
         self.watch = LiveMemoryWatch()
         self.cluster = None
-        if ctx.writer is not None and rank_size > 1 and s.live_health is not None and "://" not in str(s.logdir):
+        if ctx.writer is not None and ctx.rank == 0 and rank_size > 1 and s.live_health is not None \
+                and "://" not in str(s.logdir):
             from .live_cluster import LiveClusterWatch
 
             self.cluster = LiveClusterWatch(s.logdir, self._cluster_event, own_rank=ctx.rank).start()
