@@ -98,6 +98,22 @@ def open_tab(page, base, timeout=60000):
     return frame
 
 
+def wait_settled(frame, timeout=30000):
+    """Waits until the Health panel and the status (warnings banner) have their answers: they come after the
+    charts' listings (on many runs after the charts' series) and change the layout above the charts when they do.
+    A test that measures where a chart is on screen calls this first."""
+    frame.wait_for_function(
+        """() => {
+            const app = document.querySelector("[data-testid=mindspore-dashboard]");
+            if (!app) return false;
+            if (app.dataset.state === "empty") return true;
+            const health = document.querySelector("[data-testid=health-panel]");
+            return (!health || health.dataset.state !== "loading") && Boolean(app.dataset.statusState);
+        }""",
+        timeout=timeout,
+    )
+
+
 def screenshot(page, name):
     os.makedirs(ARTIFACTS, exist_ok=True)
     path = os.path.join(ARTIFACTS, name)
@@ -123,6 +139,7 @@ def wait_drawn(frame, tier="core", timeout=60000):
         arg=tier,
         timeout=timeout,
     )
+    wait_settled(frame, timeout=timeout)
 
 
 def wait_attr(frame, tag, key, predicate_js, timeout=20000):

@@ -181,10 +181,11 @@ def test_zoom_window_of_a_long_series_is_exact(long_logdir):
 
 # -- in the tab (headless Chromium, a real tensorboard process) -------------------------------------------------------
 def _open(page, base, tag):
-    from browser_helpers import open_tab, wait_attr
+    from browser_helpers import open_tab, wait_attr, wait_settled
 
     frame = open_tab(page, base)
     wait_attr(frame, tag, "state", "v === 'drawn'", timeout=60000)
+    wait_settled(frame)          # the Health panel and the status change the layout above the chart when they come
     return frame
 
 

@@ -21,6 +21,7 @@ import { WarningsBanner } from "./warningsBanner.js";
 const REFRESH_MS = 30000;
 const EMPTY_REFRESH_MS = 5000;
 const CHARTS_WAIT_MS = 3000; // health and status wait at most this long for the charts' first series
+const DEFER_HEALTH_RUNS = 200; // above this many runs, health and status wait for the charts' first series
 
 export class Dashboard {
   constructor(root) {
@@ -181,10 +182,10 @@ export class Dashboard {
     this.app.dataset.refreshSource = fromHost ? "tensorboard" : "page";
     // The other sections re-read their routes alongside.
     this.events.emit("refresh", { count: this.refreshCount, source: this.app.dataset.refreshSource });
-    // The health rules and the status (logdir, warnings) are asked for once the charts on screen have their series:
-    // on a logdir of thousands of runs they are the slowest answers, and computed beside the listings and the
-    // charts' series they would hold those up (the server's Python threads share one interpreter lock). The charts
-    // wait for the status only to explain an empty page.
+    // The health rules and the status (logdir, warnings) come after the listings; on a logdir of more than
+    // DEFER_HEALTH_RUNS runs only once the charts on screen have their series: there they are the slowest answers,
+    // and computed beside the charts' series they would hold those up (the server's Python threads share one
+    // interpreter lock). The charts wait for the status only to explain an empty page.
     let statusP = null;
     const status = () =>
       (statusP ||= fetchStatus().then(
@@ -193,16 +194,19 @@ export class Dashboard {
           this.warningsBanner.update(st.warnings);
           this.logdirEl.textContent = st.logdir ? st.logdir : "(no logdir)";
           this.logdirEl.title = st.logdir ? "Log directory: " + st.logdir : "";
+          this.app.dataset.statusState = "ready";
           return st;
         },
-        () => null,
+        () => {
+          this.app.dataset.statusState = "error";
+          return null;
+        },
       ));
     const health = () =>
       fetchHealth().then(
         (h) => this.healthPanel.setHealth(h),
         (e) => this.healthPanel.setError((e && e.message) || "request failed"),
       );
-    const afterCharts = () => this.chartsLoaded().then(() => (health(), status()));
     const [runsR, tagsR, contractR] = await Promise.allSettled([
       fetchRuns(),
       fetchTags(),
@@ -226,6 +230,11 @@ export class Dashboard {
     const runs = runsR.value.filter((r) => r in tags.runs).concat(Object.keys(tags.runs).filter((r) => !runsR.value.includes(r)));
     this.tiers = tags.tiers;
     this.updateTagIndex(tags);
+    const defer = runs.length > DEFER_HEALTH_RUNS && this.index.size > 0;
+    if (!defer && this.index.size > 0) {
+      health();
+      status();
+    }
 
     if (this.index.size === 0) {
       const st = await status();
@@ -251,7 +260,7 @@ export class Dashboard {
     this.reconcileCards();
     this.updatedEl.textContent = "Updated " + new Date().toLocaleTimeString();
     this.redrawAll({ refresh: !isFirst });
-    afterCharts();
+    if (defer) this.chartsLoaded().then(() => (health(), status()));
   }
 
   /** Resolves when the charts on screen have had their series (the views seen by the observer ask for them a
