@@ -27,15 +27,14 @@ _SEVERITY = {"warn": "warning", "error": "error", "info": "warning"}
 
 
 def _rules():
-    """``[(rule, fn, defaults)]`` of :data:`RULES` from the offline registry (None when the viewer side is
-    missing)."""
+    """``[(fn, defaults)]`` of :data:`RULES` from the offline registry (None when the viewer side is missing)."""
     try:
         import tb_plugin_mindspore.health.rules  # noqa: F401  (registers every rule)
         from tb_plugin_mindspore.health.rules import base
     except Exception:
         return None
     by_id = {r.id: r for r in base.RULES}
-    return [(by_id[i], by_id[i].fn, dict(by_id[i].defaults)) for i in RULES if i in by_id]
+    return [(by_id[i].fn, dict(by_id[i].defaults)) for i in RULES if i in by_id]
 
 
 class LiveClusterWatch:
@@ -66,7 +65,7 @@ class LiveClusterWatch:
     def check(self):
         """One pass over the rules; returns the new findings (also passed to ``emit``)."""
         new = []
-        for rule, fn, cfg in self._rules or ():
+        for fn, cfg in self._rules or ():
             try:
                 findings = fn(self.run, cfg)
             except Exception:           # a half-written file, a rank folder removed: judged again next time

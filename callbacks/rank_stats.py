@@ -410,25 +410,23 @@ class RankStatsRecorder(Recorder):
 
     def _event(self, rule, message, first_step, step):
         message = "Rank %d: %s" % (self.stats.rank, message)
-        w = self.ctx.writer
-        if w is None:
+        if self.ctx.writer is None:
             logger.warning("tb-mindspore: %s %s", message, _ADVICE[rule])
             return
-        from .recorders.events import json_value
-
-        event = metadata.health_event(rule, "warning", step, first_step=first_step, message=message,
-                                      advice=_ADVICE[rule], source="live")
-        w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
-        logger.warning("tb-mindspore: %s", message)
+        self._write_event(rule, "warning", step, first_step, message, _ADVICE[rule])
 
     def _cluster_event(self, rule, severity, step, first_step, message):
-        """A cluster finding of the live watch (its thread): a health event and one log line."""
+        """A cluster finding of the live watch (its thread)."""
+        self._write_event(rule, severity, step, first_step, message, "")
+
+    def _write_event(self, rule, severity, step, first_step, message, advice):
+        """A live health event in the run and one log line."""
         w = self.ctx.writer
         if w is None:
             return
         from .recorders.events import json_value
 
-        event = metadata.health_event(rule, severity, step, first_step=first_step, message=message,
+        event = metadata.health_event(rule, severity, step, first_step=first_step, message=message, advice=advice,
                                       source="live")
         w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
         logger.warning("tb-mindspore: %s", message)

@@ -14,6 +14,7 @@ plugin; an interval series is this plugin's ``interval/<tag>`` rows.
 calls it for a run already read, so that its answer is as new as TensorBoard's).
 """
 
+import functools
 import logging
 import struct
 import threading
@@ -286,29 +287,34 @@ MMAP_THRESHOLD_READING = 1 << 20
 MMAP_THRESHOLD_OTHERWISE = 32 << 20
 
 
+@functools.lru_cache(maxsize=1)
+def _libc():
+    """glibc, or None elsewhere."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
 def _mmap_threshold(nbytes):
     """``mallopt(M_MMAP_THRESHOLD, nbytes)`` (glibc; elsewhere nothing). While a run is read, the columns outgrown
     as a series grows and the decoder's batches are then mapped and given back when freed; with glibc's dynamic
     threshold they stayed in the heap: a 1,000,000-step run cost the server 43 MB per million stored points instead
-    of 26 (bench/long_series.py). Answers are built with the threshold back up (fresh mappings for their large
+    of 29 (bench/long_series.py). Answers are built with the threshold back up (fresh mappings for their large
     temporaries cost page faults)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, int(nbytes))      # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(-3, int(nbytes))      # M_MMAP_THRESHOLD
 
 
 def _trim_heap():
     """Hands the C heap's free memory back to the system (glibc's ``malloc_trim``; elsewhere nothing): decoding a
     long run leaves megabytes of freed small blocks that the allocator would otherwise keep."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
 
 
 def _interval_row(tensor):
