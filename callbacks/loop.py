@@ -24,7 +24,7 @@ from mindspore import nn, ops
 from .live_health import UpdateGuard, guard_settings
 from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
 from .monitor import _check_recorders
-from .train_cell import grouped_square_sum, norm_groups
+from .train_cell import global_norm, norm_plan
 
 __all__ = ["LoopMonitor"]
 
@@ -48,11 +48,11 @@ class _GradNorm(nn.Cell):
 
     def __init__(self, shapes):
         super().__init__(auto_prefix=False)
-        self._groups = norm_groups(shapes)
+        self._norm_plan = norm_plan(shapes)
 
     @ms.jit
     def construct(self, grads):
-        return ops.sqrt(grouped_square_sum(grads, self._groups))
+        return global_norm(grads, self._norm_plan)
 
 
 class LoopMonitor:

@@ -23,7 +23,7 @@ from mindspore import nn, ops, Parameter, Tensor
 from .._util import host_learning_rates, loss_value
 from ..flight_ring import read_ring, ring_parameters, ring_write
 from ..train_cell import (_N_ROWS, _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
-                          layer_norm_plan, norm_groups, reset_parameter)
+                          norm_plan, reset_parameter)
 from .base import HostInterval, Interval
 
 __all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "interval_from_row"]
@@ -151,9 +151,7 @@ class LoopStats(nn.Cell):
         super().__init__(auto_prefix=False)
         self._has_grads = grad_shapes is not None
         self._shapes = list(grad_shapes) if self._has_grads else []
-        self._groups = norm_groups(self._shapes) if self._has_grads else ()
-        self._layer_classes = ()
-        self._layer_order = None
+        self._norm_plan = norm_plan(self._shapes) if self._has_grads else ((), None)
         self._layer_idx = ()
         self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_loop_stats", requires_grad=False)
         self.tbms_marks = Parameter(Tensor(_empty_marks()), name="tbms_loop_marks", requires_grad=False)
@@ -167,7 +165,7 @@ class LoopStats(nn.Cell):
     def construct(self, loss, grads):
         layer = None
         if self._has_grads:
-            grad_norm, layer = grad_norms(grads, self._groups, self._layer_classes, self._layer_order)
+            grad_norm, layer = grad_norms(grads, self._norm_plan)
         else:
             grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
         values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
@@ -257,7 +255,7 @@ class LoopSource:
         if self._started or not stats._has_grads:
             return False
         stats._layer_idx = indices
-        stats._layer_classes, stats._layer_order = layer_norm_plan(stats._shapes, indices)
+        stats._norm_plan = norm_plan(stats._shapes, indices)
         stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
                                           name="tbms_loop_layer_grad", requires_grad=False)
         return True

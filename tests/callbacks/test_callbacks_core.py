@@ -391,37 +391,53 @@ def test_warmup_cosine_schedule_in_graph_equals_host():
     assert schedule.at(4) == pytest.approx(0.1) and schedule.at(20) == pytest.approx(0.01)
 
 
-def test_grad_norm_groups_pack_bounded_and_sum_exactly():
-    from tb_mindspore_callbacks.train_cell import grouped_square_sum, norm_groups
+def test_norm_plan_packs_bounded_groups_with_rows_per_parameter():
+    from tb_mindspore_callbacks.train_cell import norm_plan
 
-    assert norm_groups([(3, 4), (5,), (1000,), (2, 2), ()], limit=20) == ((0, 1), (2,), (3, 4))
-    set_mode("pynative")
+    groups, order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()], limit=20)
+    assert [g[0] for g in groups] == [(0, 1), (2,), (3, 4)] and order is None
+    members, sizes, pads, width, ids = groups[0]
+    assert sizes == (12, 5) and width == 4 and pads == (0, 3)          # each parameter starts a row of 4
+    assert ids.asnumpy().tolist() == [0, 0, 0, 1, 1]
+    assert groups[1][3:] == (0, None)                                   # larger than the limit: reduced alone
+    _, order = norm_plan([(2,), (3,)], indices=(1, 0))
+    assert order.asnumpy().tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
+    """Every parameter's sum of squares (float16 and scalar gradients, an empty one, groups of one), in order,
+    inside a compiled function as the monitors call it."""
+    import mindspore as ms
+    from mindspore import nn
+
+    from tb_mindspore_callbacks.train_cell import global_norm, grad_norms, norm_plan
+
+    set_mode(mode)
     try:
         rs = np.random.RandomState(0)
         arrays = [rs.randn(3, 4).astype(np.float32), rs.randn(5).astype(np.float16), rs.randn(1000).astype(np.float32),
-                  rs.randn(2, 2).astype(np.float32), np.float32(3.0)]
-        grads = tuple(Tensor(a) for a in arrays)
-        expected = sum(float((np.asarray(a, np.float64) ** 2).sum()) for a in arrays)
+                  rs.randn(2, 2).astype(np.float32), np.float32(3.0), np.zeros((0, 3), np.float32),
+                  rs.randn(7, 9).astype(np.float32)]
+        shapes = [a.shape for a in arrays]
+        indices = (6, 0, 5, 3, 1, 4)
+        expected = [float((np.asarray(a, np.float64) ** 2).sum()) for a in arrays]
+
+        class Norms(nn.Cell):
+            def __init__(self, plan):
+                super().__init__()
+                self.plan = plan
+
+            @ms.jit
+            def construct(self, grads):
+                total, layer = grad_norms(grads, self.plan)
+                return total, layer, global_norm(grads, self.plan)
+
         for limit in (20, 1 << 22, 1):
-            got = float(grouped_square_sum(grads, norm_groups([a.shape for a in arrays], limit=limit)).asnumpy())
-            assert got == pytest.approx(expected, rel=1e-4), limit
-    finally:
-        set_mode("graph")
-
-
-def test_per_param_square_sums_by_shape_class_keep_the_order():
-    from tb_mindspore_callbacks.train_cell import grad_norms, layer_norm_plan
-
-    set_mode("pynative")
-    try:
-        rs = np.random.RandomState(1)
-        shapes = [(4, 3), (5,), (4, 3), (2, 2), (4, 3), (5,)]
-        arrays = [rs.randn(*sh).astype(np.float32) for sh in shapes]
-        indices = (5, 0, 3, 4, 2)
-        classes, order = layer_norm_plan(shapes, indices, limit=24)      # (4, 3) x3 split: 2 per class
-        assert sorted(i for c in classes for i in c) == list(range(len(shapes))) and max(len(c) for c in classes) == 2
-        total, got = grad_norms(tuple(Tensor(a) for a in arrays), (), classes, order)
-        assert (got.asnumpy() ** 2).tolist() == pytest.approx([float((arrays[i] ** 2).sum()) for i in indices], rel=1e-5)
-        assert float(total.asnumpy()) == pytest.approx(np.sqrt(sum(float((a ** 2).sum()) for a in arrays)), rel=1e-5)
+            plan = norm_plan(shapes, indices, limit=limit)
+            total, layer, again = Norms(plan)(ms.mutable(tuple(Tensor(a) for a in arrays)))
+            assert (layer.asnumpy() ** 2).tolist() == pytest.approx([expected[i] for i in indices], rel=1e-4), limit
+            assert float(total.asnumpy()) == pytest.approx(np.sqrt(sum(expected)), rel=1e-5), limit
+            assert float(again.asnumpy()) == pytest.approx(np.sqrt(sum(expected)), rel=1e-5), limit
     finally:
         set_mode("graph")
