@@ -15,7 +15,7 @@ import mindspore as ms
 from mindspore import nn, ops, Parameter, ParameterTuple, Tensor
 from mindspore.ops import composite as C
 
-from .train_cell import _square_sum
+from .train_cell import norm_plan, square_sums
 
 __all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
 
@@ -29,13 +29,12 @@ def _to_float32_tensor(x):
     return ops.cast(x, ms.float32)
 
 
-_diff_square_sum = C.MultitypeFuncGraph("tbms_diff_square_sum")
+_difference = C.MultitypeFuncGraph("tbms_difference")
 
 
-@_diff_square_sum.register("Tensor", "Tensor")
-def _diff_square_sum_tensor(after, before):
-    d = ops.cast(after, ms.float32) - ops.cast(before, ms.float32)
-    return ops.reduce_sum(d * d)
+@_difference.register("Tensor", "Tensor")
+def _difference_tensor(after, before):
+    return ops.cast(after, ms.float32) - ops.cast(before, ms.float32)
 
 
 def _compile(pattern, what):
@@ -122,16 +121,17 @@ def cached(cls, params, *args):
 
 
 class WeightNorms(nn.Cell):
-    """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation."""
+    """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation (a few kernels
+    per group of parameters, ``train_cell.square_sums``)."""
 
     def __init__(self, params):
         super().__init__(auto_prefix=False)
         self.params = ParameterTuple(params)
-        self.hyper_map = C.HyperMap()
+        self._groups = norm_plan([p.shape for p in params])[0]
 
     @ms.jit
     def construct(self):
-        return ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.params)))
+        return ops.sqrt(square_sums(self.params, self._groups))
 
 
 class Snapshot(nn.Cell):
@@ -168,10 +168,11 @@ class UpdateRatio(nn.Cell):
         self.params = snapshot.params
         self.before = snapshot.before
         self.hyper_map = C.HyperMap()
+        self._groups = norm_plan([p.shape for p in self.params])[0]
 
     @ms.jit
     def construct(self):
-        diff = ops.sqrt(ops.stack(self.hyper_map(_diff_square_sum, self.params, self.before)))
-        before = ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.before)))
-        after = ops.sqrt(ops.stack(self.hyper_map(_square_sum, self.params)))
+        diff = ops.sqrt(square_sums(self.hyper_map(_difference, self.params, self.before), self._groups))
+        before = ops.sqrt(square_sums(self.before, self._groups))
+        after = ops.sqrt(square_sums(self.params, self._groups))
         return diff / before, after

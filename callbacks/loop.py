@@ -11,9 +11,12 @@
             if not mon.step(loss, grads, inputs=(x, y)):   # after the optimizer step; False: live health said stop
                 break
 
-Per step, ``step`` runs one small compiled computation on the device that updates the interval statistics of loss
-and gradient norm (as :class:`MonitoredTrainCell` does inside the training step); nothing reaches the host until a
-point is written every ``collect_freq`` steps. A thin adapter over the recorders' :class:`~.recorders.Pipeline`.
+The gradient statistics (interval of the global norm, tracked layers' norms, the flight ring) are kept on the
+device, as :class:`MonitoredTrainCell` keeps them inside the training step: in GRAPH_MODE ``update`` runs the
+optimizer and them as one compiled call; otherwise (``optimizer(grads)`` called by the loop, or PYNATIVE_MODE)
+``step`` runs them as one small compiled call of their own. The loss tensor is only kept, and read with the others
+every ``collect_freq`` steps, when a point is written. A thin adapter over the recorders'
+:class:`~.recorders.Pipeline`.
 """
 
 import numpy as np
@@ -100,6 +103,7 @@ class LoopMonitor:
         self._guard = None
         self._began = False
         self._closed = False
+        self._fused = False
 
     @property
     def writer(self):
@@ -141,9 +145,9 @@ class LoopMonitor:
         the largest applied before (then the update is left out and counted). Returns True when applied."""
         if self.optimizer is None:
             raise RuntimeError("LoopMonitor.update needs optimizer=")
+        if not self._began:
+            self._start(grads)
         if "skip" in self.settings.on_anomaly:
-            if not self._began:
-                self._start(grads)
             try:
                 if self._norm is None:
                     self._norm = _GradNorm([tuple(g.shape) for g in grads])
@@ -155,7 +159,12 @@ class LoopMonitor:
                     return False
             except Exception:
                 self.monitor.error("update guard")
-        self.optimizer(grads)
+        if self._fused and self.monitor.active:
+            # GRAPH_MODE: the optimizer and this step's gradient statistics in one compiled call (step() then
+            # records only the loss).
+            self._source.apply(grads, lambda: self.monitor.error("optimizer and statistics in one call"))
+        else:
+            self.optimizer(grads)
         return True
 
     def step(self, loss, grads=None, inputs=None, batch_size=None):
@@ -173,7 +182,7 @@ class LoopMonitor:
             return True
         grads = tuple(grads) if grads is not None else ()
         try:
-            self._source.update(loss, grads)
+            self._source.update(p.cur_step_num + 1, loss, grads)
         except Exception:
             self.monitor.error("loop statistics")
         p.cur_step_num += 1
@@ -195,6 +204,9 @@ class LoopMonitor:
 
     def _start(self, grads):
         self._began = True
+        # The optimizer and the statistics in one call only in GRAPH_MODE, where the optimizer is compiled anyway
+        # (in PYNATIVE_MODE it keeps running as the user wrote it).
+        self._fused = ms.get_context("mode") == ms.GRAPH_MODE
         self._source = LoopSource(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
         try:
             self.monitor.start(self._source, step=0, cb_params=self._params, probe_net=self.network,

@@ -2,8 +2,9 @@
 
 * :class:`CellSource`: a :class:`~tb_mindspore_callbacks.MonitoredTrainCell` (or ``MonitoredLossScaleCell``) in a
   ``Model.train`` network: everything is accumulated inside the compiled step and read every core point.
-* :class:`LoopSource`: a hand-written loop; :class:`LoopStats` runs the same statistics as one compiled call per
-  ``LoopMonitor.step``.
+* :class:`LoopSource`: a hand-written loop; :class:`LoopStats` runs the same gradient statistics as one compiled
+  call per step (:class:`LoopUpdate`: with the optimizer, in GRAPH_MODE ``LoopMonitor.update``); the loss is kept
+  on the host.
 * :class:`HostSource`: no monitored cell: the loss read from the step outputs on the host, the learning rate
   recomputed from the optimizer; no gradient norm.
 
@@ -22,11 +23,11 @@ from mindspore import nn, ops, Parameter, Tensor
 
 from .._util import host_learning_rates, loss_value
 from ..flight_ring import read_ring, ring_parameters, ring_write
-from ..train_cell import (_N_ROWS, _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
+from ..train_cell import (_empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
                           norm_plan, reset_parameter)
 from .base import HostInterval, Interval
 
-__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "interval_from_row"]
+__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "interval_from_row"]
 
 
 def interval_from_row(row, marks=None, first_step=None):
@@ -145,7 +146,9 @@ class HostSource:
 
 
 class LoopStats(nn.Cell):
-    """In-graph accumulators for a hand-written loop: the same statistics as ``MonitoredTrainCell``."""
+    """In-graph accumulators of the gradient statistics of a hand-written loop (as ``MonitoredTrainCell`` keeps
+    them inside the training step): the interval of the global gradient norm, its marks and last value, the
+    tracked layers' norms and the flight ring. The loss is kept on the host (:class:`LoopSource`)."""
 
     def __init__(self, grad_shapes):
         super().__init__(auto_prefix=False)
@@ -153,51 +156,79 @@ class LoopStats(nn.Cell):
         self._shapes = list(grad_shapes) if self._has_grads else []
         self._norm_plan = norm_plan(self._shapes) if self._has_grads else ((), None)
         self._layer_idx = ()
-        self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_loop_stats", requires_grad=False)
-        self.tbms_marks = Parameter(Tensor(_empty_marks()), name="tbms_loop_marks", requires_grad=False)
-        self.tbms_last = Parameter(Tensor(np.full((_N_ROWS,), np.nan, np.float32)), name="tbms_loop_last",
+        self.tbms_stats = Parameter(Tensor(_empty_stats()[:1]), name="tbms_loop_stats", requires_grad=False)
+        self.tbms_marks = Parameter(Tensor(_empty_marks()[:1]), name="tbms_loop_marks", requires_grad=False)
+        self.tbms_last = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_last",
                                    requires_grad=False)
         self.tbms_layer_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_layer_grad",
                                          requires_grad=False)
         self.flight_capacity = 0
 
     @ms.jit
-    def construct(self, loss, grads):
-        layer = None
-        if self._has_grads:
-            grad_norm, layer = grad_norms(grads, self._norm_plan)
-        else:
-            grad_norm = ops.cast(ops.fill(ms.float32, (), float("nan")), ms.float32)
-        values = ops.stack((ops.cast(loss, ms.float32).reshape(-1)[0], grad_norm))
+    def construct(self, grads):
+        return self.record(grads)
+
+    def record(self, grads):
+        """Updates the ``tbms_loop_`` Parameters from one step's gradients; returns a token. In the graph."""
+        grad_norm, layer = grad_norms(grads, self._norm_plan)
+        values = grad_norm.reshape((1,))
         before = self.tbms_stats
         token = ops.assign(self.tbms_marks, interval_marks(self.tbms_marks, before, values))
         token = ops.depend(token, ops.assign(self.tbms_stats, interval_update(before, values)))
         token = ops.depend(token, ops.assign(self.tbms_last, values))
-        if self._has_grads and self._layer_idx:
+        if self._layer_idx:
             token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
-        if self._has_grads and self.flight_capacity:
+        if self.flight_capacity:
             token = ops.depend(token, ring_write(self.tbms_flight, self.tbms_flight_count, layer))
         return token
 
 
-def _loss_tensor(loss):
-    """The loss as a float32 Tensor: from a Tensor, a number, a numpy value, or the first item of a tuple
-    (``value_and_grad(..., has_aux=True)`` returns ``(loss, aux...)``)."""
+class LoopUpdate(nn.Cell):
+    """``optimizer(grads)`` and the gradient statistics of :class:`LoopStats` as one compiled call (GRAPH_MODE):
+    what ``LoopMonitor.update`` runs, so that a monitored loop launches no graph of its own per step."""
+
+    def __init__(self, optimizer, stats):
+        super().__init__(auto_prefix=False)
+        self.optimizer = optimizer
+        self.stats = stats
+
+    @ms.jit
+    def construct(self, grads):
+        out = self.optimizer(grads)           # first in program order: the update never waits for the statistics
+        return ops.depend(out, self.stats.record(grads))
+
+
+def _first(loss):
+    """The loss itself out of ``value_and_grad(..., has_aux=True)``'s ``(loss, aux...)``."""
     while isinstance(loss, (tuple, list)) and loss:
         loss = loss[0]
-    if isinstance(loss, Tensor):
-        return loss
-    return Tensor(np.asarray(loss if loss is not None else np.nan, dtype=np.float32))
+    return loss
+
+
+# Losses kept as they came (device tensors are read together at the next core point) before they are folded into
+# the interval on the host anyway, so that a very long collect interval keeps a bounded list.
+_MAX_KEPT_LOSSES = 256
 
 
 class LoopSource:
-    """A hand-written loop: :meth:`update` once per step with the loss and the gradients."""
+    """A hand-written loop: per step the gradients (:meth:`update`, or :meth:`apply` with the optimizer) and the
+    loss (:meth:`add_loss`).
+
+    The gradient statistics are computed on the device; the loss is only kept (a reference to its tensor) and read
+    with the others at the next core point, so a step costs no host synchronisation and no compiled call for it.
+    """
 
     def __init__(self, optimizer, grad_shapes):
         self.optimizer = optimizer
         self.cell = LoopStats(grad_shapes)
         self.num_lr_groups = None
         self._started = False
+        self._update = None
+        self._recorded = False
+        self._losses = []
+        self._loss = HostInterval()
+        self._last_loss = math.nan
+        self._steps = 0
         self._skipped = 0
         self._first_skipped = None
 
@@ -214,11 +245,42 @@ class LoopSource:
     def observe(self, step, outputs):
         pass
 
-    def update(self, loss, grads):
-        self._started = True
-        # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every new
-        # value); mutable() makes it a variable. The loss must be a Tensor for the same reason.
-        self.cell(_loss_tensor(loss), ms.mutable(grads) if grads else grads)
+    def apply(self, grads, on_error):
+        """``optimizer(grads)`` with this step's gradient statistics in the same compiled call (GRAPH_MODE). When
+        that call cannot be compiled, ``on_error`` is called (inside the ``except``) and the optimizer runs alone
+        from then on (the statistics then in :meth:`update`)."""
+        if self._update is None:
+            self._update = LoopUpdate(self.optimizer, self.cell) if self.cell._has_grads and grads else False
+        if self._update is not False:
+            self._started = True
+            try:
+                self._update(ms.mutable(tuple(grads)))
+                self._recorded = True
+                return
+            except Exception:
+                self._update = False
+                on_error()
+        self.optimizer(grads)
+
+    def update(self, step, loss, grads):
+        """Step ``step``'s loss and, unless :meth:`apply` recorded them, its gradients."""
+        self._steps += 1
+        self._losses.append((int(step), _first(loss)))
+        if len(self._losses) >= _MAX_KEPT_LOSSES:
+            self._fold_losses()
+        if self._recorded:
+            self._recorded = False
+        elif grads and self.cell._has_grads:
+            self._started = True
+            # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every
+            # new value); mutable() makes it a variable.
+            self.cell(ms.mutable(tuple(grads)))
+
+    def _fold_losses(self):
+        for step, value in self._losses:
+            self._last_loss = loss_value(value)
+            self._loss.add(self._last_loss, step=step)
+        self._losses = []
 
     def note_skipped(self, step):
         """An update the loop did not apply (``LoopMonitor.update``), counted into the next core point."""
@@ -230,17 +292,28 @@ class LoopSource:
         self.read(None)
 
     def read(self, record):
+        self._fold_losses()
+        loss, self._loss = self._loss, HostInterval()
+        steps, self._steps = self._steps, 0
         stats = self.cell.tbms_stats.asnumpy().copy()
         marks = self.cell.tbms_marks.asnumpy().copy()
         last = self.cell.tbms_last.asnumpy().copy()
-        reset_parameter(self.cell.tbms_stats, _empty_stats())
-        reset_parameter(self.cell.tbms_marks, _empty_marks())
-        skipped, first, self._skipped, self._first_skipped = self._skipped, self._first_skipped, 0, None
+        reset_parameter(self.cell.tbms_stats, _empty_stats()[:1])
+        reset_parameter(self.cell.tbms_marks, _empty_marks()[:1])
+        skipped, first_skipped, self._skipped, self._first_skipped = self._skipped, self._first_skipped, 0, None
         if record is None:
             return
-        lrs = host_learning_rates(self.optimizer) if self.optimizer is not None else []
-        _fill(record, stats, last, marks, lrs)
-        record.skipped_updates, record.first_skipped_step = skipped, first
+        record.loss = self._last_loss
+        record.loss_interval = loss.interval()
+        if self.cell._has_grads:
+            record.grad_norm = float(last[0])
+            record.grad_interval = interval_from_row(stats[0], marks[0], record.first_step)
+        else:
+            record.grad_norm = math.nan
+            record.grad_interval = Interval(count=steps, nonfinite=steps)
+        record.lrs = tuple(float(v) for v in host_learning_rates(self.optimizer)) if self.optimizer is not None \
+            else ()
+        record.skipped_updates, record.first_skipped_step = skipped, first_skipped
 
     def layer_grad_norms(self):
         if not self.cell._layer_idx:

@@ -255,7 +255,8 @@ def test_hparams_and_registry_line(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def test_loop_monitor_matches_model_train_quantities(tmp_path, mode):
+@pytest.mark.parametrize("apply", ["optimizer", "update"])     # opt(grads) or mon.update(grads) (GRAPH: one call)
+def test_loop_monitor_matches_model_train_quantities(tmp_path, mode, apply):
     net = dense_net()
     schedule = nn.CosineDecayLR(0.001, 0.05, 12)
     opt = nn.Adam(net.trainable_params(), learning_rate=schedule)
@@ -276,7 +277,10 @@ def test_loop_monitor_matches_model_train_quantities(tmp_path, mode):
             loss = loss + bump.mean()           # step 6: a NaN loss the interval must keep
             norms.append(math.sqrt(sum(float((g.asnumpy().astype(np.float64) ** 2).sum()) for g in grads)))
             losses.append(float(loss.asnumpy()))
-            opt(grads)
+            if apply == "update":
+                assert mon.update(grads)
+            else:
+                opt(grads)
             mon.step(loss, grads, inputs=(x,))
     assert mon.monitor.errors == 0
     scalars, tensors = read_run(tmp_path)

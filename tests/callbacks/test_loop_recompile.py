@@ -82,7 +82,10 @@ def _child(entry, mode, steps, debug, logdir):
                 x, y = xs[i % 4], ys[i % 4]
                 mon.begin_step()
                 loss, grads = grad_fn(x, y)
-                opt(grads)
+                if entry == "loop_update":        # the README's mon.update: optimizer and statistics in one call
+                    mon.update(grads)
+                else:
+                    opt(grads)
                 if entry == "loop_float":         # a Python number in a tuple: must not become a constant
                     loss = (float(loss.asnumpy()), "aux")
                 mon.step(loss, grads, inputs=(x,))
@@ -163,7 +166,8 @@ def check_run(result, compiles, stderr, steps):
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-@pytest.mark.parametrize("entry,debug", [("loop", "none"), ("loop", "all"), ("model", "all"), ("loop_float", "none")])
+@pytest.mark.parametrize("entry,debug", [("loop", "none"), ("loop", "all"), ("loop_update", "all"), ("model", "all"),
+                                         ("loop_float", "none")])
 def test_no_compile_after_warmup(tmp_path, entry, mode, debug):
     steps = 150
     result, compiles, stderr = run_monitored(tmp_path, entry, mode, steps, debug)
@@ -172,7 +176,7 @@ def test_no_compile_after_warmup(tmp_path, entry, mode, debug):
 
 def test_loop_memory_stays_flat_short(tmp_path):
     steps = 800
-    result, compiles, stderr = run_monitored(tmp_path, "loop", "graph", steps)
+    result, compiles, stderr = run_monitored(tmp_path, "loop_update", "graph", steps)   # the README's loop
     check_run(result, compiles, stderr, steps)
     # The recompiling loop grew by about 2.5 MB a step; allow 2 KB a step of noise (allocator, Python caches).
     assert rss_slope(result["rss"]) < 2048, result["rss"]
