@@ -20,7 +20,8 @@ AdamWeightDecay, non-sink) in each execution mode (``GRAPH_MODE``, ``PYNATIVE_MO
 * ``loop``: the hand-written loop of the README (``grad_fn = value_and_grad(forward, None, optimizer.parameters)``;
   per batch of ``create_tuple_iterator()``: ``loss, grads = grad_fn(x, y); optimizer(grads)``). Tiers: ``none``
   (that loop alone), ``core_diag``, ``core_diag_nohealth`` and ``core_diag_debug`` (the same loop with
-  ``LoopMonitor`` and the settings above: ``mon.begin_step()`` after the batch is fetched, ``mon.step(loss, grads, inputs=(x,))`` after the update).
+  ``LoopMonitor`` and the settings above: ``mon.begin_step()`` after the batch is fetched, ``mon.update(grads)``
+  instead of ``optimizer(grads)``, ``mon.step(loss, grads, inputs=(x,))`` after the update).
 * ``core_diag_noflight`` (not run by default; ``--configs`` / ``--pynative-configs`` / ``--loop-configs``):
   ``core_diag`` with ``flight_recorder=0``; the flight recorder is on by default, so the difference is its cost.
 
@@ -38,7 +39,7 @@ The ratio of a configuration is its step time over the ``none`` step time of the
 repetition; the reported figure is the median over repetitions. Also reported: ``min_ratio`` (ratio of the fastest
 runs), ``cpu_ratio`` (the same with this process's CPU time, which leaves out SummaryCollector's writer processes)
 and ``hook_share`` (share of the timed wall time spent inside ``TrainMonitor``'s step hooks / ``LoopMonitor``'s
-calls on the training thread).
+``begin_step`` / ``step`` on the training thread; ``update``, which runs the optimizer, is left out).
 
 Do not edit the package's source files while this runs: MindSpore reads a cell's source when it compiles it.
 
@@ -172,7 +173,10 @@ class _LoopRun:
                 mon.begin_step()
                 in_monitor += time.perf_counter() - started if clock and step > clock.warmup else 0.0
             loss, grads = grad_fn(x, y)
-            optimizer(grads)
+            if mon is not None:
+                mon.update(grads)     # the README's loop: optimizer(grads) (with the statistics in GRAPH_MODE)
+            else:
+                optimizer(grads)
             if mon is not None:
                 started = time.perf_counter()
                 mon.step(loss, grads, inputs=(x,))
