@@ -1,7 +1,7 @@
 """Benchmark: what monitoring costs, measured on one model in alternating blocks (``Model.train`` and the loop).
 
     python bench/paired.py [--modes graph,pynative] [--entries model,loop] [--tiers core_diag,core_diag_debug]
-                           [--rounds 25] [--block 20] [--pynative-block 4]
+                           [--rounds 25] [--block 20] [--pynative-block 4] [--diagnostic-freq 10]
 
 ``bench/overhead.py`` builds a model per configuration; on this machine two identical models of the demo
 transformer differ in step time by up to 15% (seen side by side in one process), more than the monitor's cost.
@@ -14,11 +14,11 @@ counted only in its own blocks, so its points fall every ``collect_freq`` monito
 ``Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer)).train`` blocks and one ``TrainMonitor`` kept across them,
 timed from the end of each block's first step to the end of its last.
 
-Tiers as in ``bench/overhead.py`` (collect and weight norms every 10 steps; ``core_diag_debug`` adds
-``debug="all"`` every ``debug_freq`` steps: 100 in GRAPH_MODE, 2 x ``--pynative-block`` x rounds / 4 in
-PYNATIVE_MODE, so a few debug points fall in the timed blocks). Before timing, the monitor runs past its first
-debug point (everything compiled) and each side runs a block untimed. The batches are made once and cycled
-(no dataset pipeline, so the data wait is the same on both sides).
+Tiers as in ``bench/overhead.py`` (collect and weight norms every 10 steps, the latter set by
+``--diagnostic-freq``; ``core_diag_debug`` adds ``debug="all"`` every ``debug_freq`` steps: 100 in GRAPH_MODE,
+2 x ``--pynative-block`` x rounds / 4 in PYNATIVE_MODE, so a few debug points fall in the timed blocks). Before
+timing, the monitor runs past its first debug point (everything compiled) and each side runs a block untimed.
+The batches are made once and cycled (no dataset pipeline, so the data wait is the same on both sides).
 
 Figures per mode and tier: ``ratio`` = total monitored time / total bare time over all rounds (every debug
 point included), ``median_round`` = median of the per-round ratios, ``cpu_ratio`` the same with this process's
@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 
-def _blocks(mode, tier, rounds, block, out):
+def _blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     import mindspore as ms
 
     from overhead import _monitor_kwargs, _parts
@@ -58,7 +58,7 @@ def _blocks(mode, tier, rounds, block, out):
     batches = list(synthetic_dataset(64).create_tuple_iterator(num_epochs=1))
     debug_freq = 100 if mode == "graph" else max(2 * block * rounds // 4, 2)
     mon = LoopMonitor(os.path.join(out, "%s_%s" % (mode, tier)), optimizer, network=net,
-                      **_monitor_kwargs(tier, False, debug_freq))
+                      **dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq))
     cursor = [0]
 
     def batch():
@@ -96,7 +96,7 @@ def _blocks(mode, tier, rounds, block, out):
     return times, errors, debug_freq
 
 
-def _model_blocks(mode, tier, rounds, block, out):
+def _model_blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     """``Model.train``: blocks of ``Model(net, loss_fn, optimizer).train`` alternate with blocks of
     ``Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer)).train`` + one ``TrainMonitor`` kept across its calls
     (network and optimizer shared). A block's time runs from the end of its first step to the end of its last
@@ -115,7 +115,7 @@ def _model_blocks(mode, tier, rounds, block, out):
     mon_model = Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
     debug_freq = 100 if mode == "graph" else max(2 * block * rounds // 4, 2)
     monitor = TrainMonitor(os.path.join(out, "model_%s_%s" % (mode, tier)),
-                           **_monitor_kwargs(tier, False, debug_freq))
+                           **dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq))
     tokens, labels = synthetic_arrays(64 * 32)
 
     class Clock(Callback):
@@ -167,6 +167,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=25, help="rounds of one bare and one monitored block")
     parser.add_argument("--block", type=int, default=20, help="steps per block in GRAPH_MODE (default 20)")
     parser.add_argument("--pynative-block", type=int, default=4, help="steps per block in PYNATIVE_MODE")
+    parser.add_argument("--diagnostic-freq", type=int, default=10,
+                        help="weight norms every this many monitored steps (default 10: 10x the loop's default)")
     args = parser.parse_args(argv)
     out = tempfile.mkdtemp(prefix="tbms_loop_paired_")
     results, table = {}, []
@@ -175,9 +177,10 @@ def main(argv=None):
             block = args.block if mode == "graph" else args.pynative_block
             for entry, tier in [(e, t) for e in args.entries.split(",") for t in args.tiers.split(",")]:
                 blocks = _model_blocks if entry == "model" else _blocks
-                times, errors, debug_freq = blocks(mode, tier, args.rounds, block, out)
+                times, errors, debug_freq = blocks(mode, tier, args.rounds, block, out, args.diagnostic_freq)
                 s = _summary(times)
                 s.update(errors=errors, block=block, rounds=args.rounds, debug_freq=debug_freq,
+                         diagnostic_freq=args.diagnostic_freq,
                          bare_ms_per_step=round(1000 * sum(b[0] for b in times["bare"]) /
                                                 (block * args.rounds), 2))
                 results.setdefault(mode, {}).setdefault(entry, {})[tier] = s

@@ -26,3 +26,30 @@ def test_overhead_bench_quick_produces_ratios_per_mode_and_entry(tmp_path):
     assert "pynative/loop/core_diag_debug" in result["hook_share"]
     # The monitored runs wrote their points.
     assert any(name.startswith("pynative_loop_core_diag_debug") for name in os.listdir(str(tmp_path / "runs")))
+
+
+def test_thread_cpu_counts_a_busy_thread_by_its_name():
+    """``bench/thread_cpu.py``'s accounting: CPU time per thread name, from ``/proc/self/task``."""
+    import threading
+    import time
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        from thread_cpu import cpu_by_name, thread_cpu
+    finally:
+        sys.path.pop(0)
+
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    worker = threading.Thread(target=spin, name="tbms-busy")
+    before = thread_cpu()
+    worker.start()
+    time.sleep(0.4)
+    used = cpu_by_name(before, thread_cpu())
+    stop.set()
+    worker.join()
+    assert used["tbms-busy"] >= 0.1, used
