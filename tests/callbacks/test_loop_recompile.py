@@ -183,6 +183,7 @@ def test_loop_memory_stays_flat_short(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("mode,steps", [("graph", 5000), ("pynative", 1000)])    # PYNATIVE steps cost ~10x more
 def test_loop_memory_stays_flat_long(tmp_path, mode, steps):
     """Every debug item on; memory growth compared with the same loop without monitoring (MindSpore's PYNATIVE

@@ -50,8 +50,8 @@ def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
     if mode == "graph":     # "FlopsUtilizationCollector now only support graph mode"
         stock.append(FlopsUtilizationCollector(data_size=STEPS_PER_EPOCH))
     monitor = TrainMonitor(str(run), collect_freq=1, registry=None)
-    with unblock_summary_writers():  # MindSpore's writer pool can deadlock at close
-        model.train(EPOCHS, classification_data(STEPS_PER_EPOCH), callbacks=stock + [monitor],
+    with unblock_summary_writers() as train_end:  # MindSpore's writer pool can deadlock at close
+        model.train(EPOCHS, classification_data(STEPS_PER_EPOCH), callbacks=[train_end] + stock + [monitor],
                     dataset_sink_mode=False)
 
     total = STEPS_PER_EPOCH * EPOCHS

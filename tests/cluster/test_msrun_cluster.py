@@ -82,6 +82,7 @@ def test_msrun_four_workers_slow_and_killed_rank_are_named(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_msrun_four_workers_longer_run_smaller_slowdown(tmp_path, capsys):
     check_job(tmp_path, capsys, steps=160, kill_step=80, env={"CLUSTER_SLOW_WAIT": "0.13"}, strict=False)
 

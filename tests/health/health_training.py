@@ -226,8 +226,8 @@ def train_collector(logdir, train_data, epochs=2, collect_freq=1):
                                  keep_default_action=False)
     from summary_watchdog import unblock_summary_writers
 
-    with unblock_summary_writers():  # MindSpore's writer pool can deadlock at close
-        model.train(epochs, dataset(x, y), callbacks=[collector], dataset_sink_mode=False)
+    with unblock_summary_writers() as train_end:  # MindSpore's writer pool can deadlock at close
+        model.train(epochs, dataset(x, y), callbacks=[train_end, collector], dataset_sink_mode=False)
     # SummaryRecord finishes writing in the background and makes the file read-only (0400) once it is closed.
     import glob
     import os
