@@ -41,10 +41,17 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 
-def _blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
+def _settings(tier, debug_freq, diagnostic_freq):
+    """The monitor's settings of a timed tier (``bench/overhead.py``'s) with weight norms every ``diagnostic_freq``."""
+    from overhead import _monitor_kwargs
+
+    return dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq)
+
+
+def _blocks(mode, tier, rounds, block, out, diagnostic_freq):
     import mindspore as ms
 
-    from overhead import _monitor_kwargs, _parts
+    from overhead import _parts
     from tb_mindspore_callbacks import LoopMonitor
     from tb_mindspore_callbacks.demo import synthetic_dataset
 
@@ -58,7 +65,7 @@ def _blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     batches = list(synthetic_dataset(64).create_tuple_iterator(num_epochs=1))
     debug_freq = 100 if mode == "graph" else max(2 * block * rounds // 4, 2)
     mon = LoopMonitor(os.path.join(out, "%s_%s" % (mode, tier)), optimizer, network=net,
-                      **dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq))
+                      **_settings(tier, debug_freq, diagnostic_freq))
     cursor = [0]
 
     def batch():
@@ -96,7 +103,7 @@ def _blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     return times, errors, debug_freq
 
 
-def _model_blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
+def _model_blocks(mode, tier, rounds, block, out, diagnostic_freq):
     """``Model.train``: blocks of ``Model(net, loss_fn, optimizer).train`` alternate with blocks of
     ``Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer)).train`` + one ``TrainMonitor`` kept across its calls
     (network and optimizer shared). A block's time runs from the end of its first step to the end of its last
@@ -105,7 +112,7 @@ def _model_blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     import mindspore.dataset as ds
     from mindspore.train import Callback, Model
 
-    from overhead import _monitor_kwargs, _parts
+    from overhead import _parts
     from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
     from tb_mindspore_callbacks.demo import synthetic_arrays
 
@@ -115,7 +122,7 @@ def _model_blocks(mode, tier, rounds, block, out, diagnostic_freq=10):
     mon_model = Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer))
     debug_freq = 100 if mode == "graph" else max(2 * block * rounds // 4, 2)
     monitor = TrainMonitor(os.path.join(out, "model_%s_%s" % (mode, tier)),
-                           **dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq))
+                           **_settings(tier, debug_freq, diagnostic_freq))
     tokens, labels = synthetic_arrays(64 * 32)
 
     class Clock(Callback):

@@ -3,9 +3,9 @@
 ``SummaryRecord`` forks a writer pool from the (multi-threaded) test process; now and then one of the pool's workers
 hangs on a lock when the pool is terminated at close, and ``Model.train`` waits for it forever (MindSpore's bug, in
 the pool's own termination). :func:`unblock_summary_writers` kills the children this process started inside the
-block soon after training has ended (or after ``limit`` seconds), which lets ``Model.train`` return; by then the pool has written its data, and the test
-judges what is on disk. Children that existed before the block (the session's browser driver and Chromium, a
-TensorBoard server) are left alone.
+block soon after training has ended (or after ``limit`` seconds), which lets ``Model.train`` return; by then the
+pool has written its data, and the test judges what is on disk. Children that existed before the block (the
+session's browser driver and Chromium, a TensorBoard server) are left alone.
 """
 
 import contextlib
@@ -35,11 +35,9 @@ def unblock_summary_writers(limit=120.0, after_train_end=10.0):
         return now - start >= limit or (ended and now - ended[0] >= after_train_end)
 
     def watch():
-        while not done.wait(0.2):
-            if due():
-                break
-        else:
-            return
+        while not due():
+            if done.wait(0.2):
+                return
         for child in psutil.Process().children(recursive=True):
             if child.pid in before:
                 continue
