@@ -52,11 +52,13 @@ export function fetchMedia(opts) {
   return getJson("media", null, opts).then(normalizeMedia);
 }
 
-/** {run, tag, steps: [{step, wall_time, width, height, mime, bytes}]} */
+/** {run, tag, totalSteps, steps: [{step, wall_time, width, height, mime, bytes}]}; totalSteps is more than the
+ * steps listed when a report kept only some of them (its size budget). */
 export function fetchImages(run, tag, opts) {
   return getJson("images", { run, tag }, opts).then((body) => ({
     run: String(body.run),
     tag: String(body.tag),
+    totalSteps: Number(body.report_total_steps) || (Array.isArray(body.steps) ? body.steps.length : 0),
     steps: (Array.isArray(body.steps) ? body.steps : []).map((s) => ({
       step: Number(s.step),
       wall_time: Number(s.wall_time) || 0,
@@ -68,9 +70,17 @@ export function fetchImages(run, tag, opts) {
   }));
 }
 
-/** The relative URL of one image (the bytes as written). */
+let imageSource = null;
+
+/** Where images come from instead of the image route (the report: data URLs inlined in the file); null resets. */
+export function setImageSource(fn) {
+  imageSource = typeof fn === "function" ? fn : null;
+}
+
+/** The relative URL of one image (the bytes as written), or the report's data URL of it. */
 export function imageUrl(run, tag, step) {
-  return buildUrl("image", { run, tag, step });
+  const inlined = imageSource ? imageSource(run, tag, step) : null;
+  return inlined || buildUrl("image", { run, tag, step });
 }
 
 export const DEFAULT_MAX_VALUES = 256;

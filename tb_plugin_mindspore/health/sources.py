@@ -301,13 +301,14 @@ def _keep_all_size_guidance():
     }
 
 
-def load_provider(logdir):
-    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point."""
+def load_provider(logdir, histograms=1):
+    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point, and ``histograms``
+    points of each histogram series (0: every one; the health rules need only the last)."""
     from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
 
     mux = plugin_event_multiplexer.EventMultiplexer(
         size_guidance=_keep_all_size_guidance(),
-        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: 1, "images": 1},
+        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: histograms, "images": 1},
     )
     mux.AddRunsFromDirectory(logdir)
     mux.Reload()
