@@ -52,8 +52,9 @@ export class LineChart {
    * @param {HTMLElement} host  element the chart fills (its width is followed)
    * @param {{height?: number, yAxis?: {label: string, unit: string}}} options  yAxis: the title of the y axis
    */
-  constructor(host, { height = 220, yAxis = null, onZoom = null } = {}) {
+  constructor(host, { height = 220, yAxis = null, onZoom = null, points = false } = {}) {
     this.host = host;
+    this.pointsOnly = points; // one-off values: a marker per value, no line between them and no smoothing
     this.onZoom = onZoom; // ({min, max}) after a user zoom, null after its reset
     this.pendingZoom = false;
     this.height = height;
@@ -77,6 +78,7 @@ export class LineChart {
    * @returns {{points: number, runs: number, nonfinite: number}}  what is drawn
    */
   update(runs, opts) {
+    if (this.pointsOnly) opts = { ...opts, smoothing: 0 };
     this.opts = { ...opts };
     const smoothOn = opts.smoothing > 0;
     this.entries = runs.map((r) => ({
@@ -134,6 +136,7 @@ export class LineChart {
     }
     const faint = smoothOn ? this.entries.filter((e) => !e.smoothBold).length : 0;
     this.host.dataset.smoothing = !smoothOn ? "off" : faint === this.entries.length ? "raw-bold" : faint ? "mixed" : "smoothed-bold";
+    this.host.dataset.drawnAs = this.pointsOnly ? "points" : "lines";
     const references = this.entries.filter((e) => e.ref).length;
     const restarts = this.entries.reduce((n, e) => n + e.restarts.length, 0);
     const superseded = this.entries.reduce((n, e) => n + e.parts.length, 0);
@@ -149,13 +152,17 @@ export class LineChart {
     const bands = [];
     for (const e of this.entries) {
       const rawFaint = smoothOn && e.smoothBold;
-      series.push({
-        label: e.run,
-        stroke: rawFaint ? withAlpha(e.color, 0.28) : e.color,
-        width: rawFaint ? 1 : 1.5,
-        spanGaps: true,
-        points: { show: false },
-      });
+      series.push(
+        this.pointsOnly
+          ? { label: e.run, stroke: e.color, fill: e.color, width: 1, paths: () => null, points: { show: true, size: 8, space: 0, fill: e.color, stroke: e.color } }
+          : {
+              label: e.run,
+              stroke: rawFaint ? withAlpha(e.color, 0.28) : e.color,
+              width: rawFaint ? 1 : 1.5,
+              spanGaps: true,
+              points: { show: false },
+            },
+      );
       if (smoothOn) {
         series.push(
           e.smoothBold
