@@ -15,6 +15,7 @@ export function normalizeRunInfo(body) {
     runInfo: obj(body && body.run_info),
     hparams: obj(body && body.hparams) || {},
     hparamSources: obj(body && body.hparam_sources) || {},
+    hparamNames: obj(body && body.hparam_names) || {}, // canonical name -> the names it was recorded as
     lineage: obj(body && body.lineage),
     msFiles: Array.isArray(body && body.ms_files) ? body.ms_files.filter((f) => f && typeof f === "object") : [],
   };

@@ -12,6 +12,7 @@
 import uPlot from "uplot";
 import { withAlpha } from "../colors.js";
 import { el, clear } from "../dom.js";
+import { displayRunName } from "../runNames.js";
 import { formatDuration, formatStep, formatValue, formatWallTime, X_AXIS_LABELS } from "./format.js";
 import { axisTitle } from "../contract.js";
 import { themeColor } from "../theme.js";
@@ -398,7 +399,7 @@ export class LineChart {
       const tr = el("tr", { "data-run": e.run });
       tr.append(
         el("td", null, el("span", { class: "ms-swatch", style: { background: e.color } })),
-        el("td", { class: "ms-tooltip-run", text: e.run }),
+        el("td", { class: "ms-tooltip-run", text: displayRunName(e.run), title: e.run }),
       );
       if (smoothOn) tr.append(el("td", { class: "ms-num", text: formatValue(e.prep.smoothedValues[i]) }));
       const rel = e.prep.walls[i] - e.prep.walls[0];

@@ -11,6 +11,7 @@ import { HeatmapCanvas } from "../chart/heatmap.js";
 import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, uniformValue, visibleRows } from "../chart/layerTree.js";
 import { LineChart } from "../chart/lineChart.js";
 import { el, clear } from "../dom.js";
+import { displayRunName } from "../runNames.js";
 
 const LABEL_WIDTH = 260;
 const MAX_HEIGHT = 640;
@@ -145,11 +146,11 @@ export class LayerPanel {
 
   fillRunSelects() {
     clear(this.runSelect);
-    for (const r of this.runs) this.runSelect.append(el("option", { value: r.run, text: r.run }));
+    for (const r of this.runs) this.runSelect.append(el("option", { value: r.run, text: displayRunName(r.run), title: r.run }));
     if (this.primary !== null) this.runSelect.value = this.primary;
     clear(this.compareSelect).append(el("option", { value: "", text: "Compare: none" }));
     for (const r of this.runs) {
-      if (r.run !== this.primary) this.compareSelect.append(el("option", { value: r.run, text: `Compare: ${r.run}` }));
+      if (r.run !== this.primary) this.compareSelect.append(el("option", { value: r.run, text: `Compare: ${displayRunName(r.run)}`, title: r.run }));
     }
     this.compareSelect.value = this.compare;
     this.compareSelect.disabled = this.runs.length < 2;
@@ -378,7 +379,7 @@ export class LayerPanel {
         "data-state": "drawing",
         style: { width: `${width}px` },
       });
-      const title = el("div", { class: "ms-heatmap-run" }, el("span", { class: "ms-swatch", style: { background: s.color } }), el("span", { text: s.run, title: s.run }));
+      const title = el("div", { class: "ms-heatmap-run" }, el("span", { class: "ms-swatch", style: { background: s.color } }), el("span", { text: displayRunName(s.run), title: s.run }));
       const canvasHost = el("div", { class: "ms-heatmap-canvas-host" });
       const axis = el("div", { class: "ms-heatmap-axis", "data-testid": "heatmap-axis" });
       host.append(title, canvasHost, axis);
