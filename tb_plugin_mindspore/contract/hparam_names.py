@@ -29,7 +29,7 @@ CANONICAL = {
     "seq_length": ("seq_length", "seq", "seq_len", "max_seq_length", "max_position_embeddings", "context_length"),
     "epochs": ("epochs", "epoch", "num_epochs", "epoch_num", "num_train_epochs"),
     "steps": ("steps", "train_steps", "max_steps", "total_steps", "num_steps"),
-    "warmup_steps": ("warmup_steps", "warmup", "num_warmup_steps", "warmup_iters"),
+    "warmup": ("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warmup_ratio"),
     "weight_decay": ("weight_decay", "wd"),
     "clip_grad_norm": ("clip_grad_norm", "clip", "grad_clip", "max_grad_norm", "clip_norm", "gradient_clipping"),
     "optimizer": ("optimizer", "optim", "opt"),

@@ -11,7 +11,7 @@ def test_every_writer_s_name_maps_to_one_canonical_name():
                              (("h", "hidden", "hidden_size", "model.model_config.hidden_size"), "hidden_size"),
                              (("epoch", "epochs", "num_train_epochs"), "epochs"),
                              (("heads", "num_heads", "num_attention_heads"), "num_heads"),
-                             (("warmup", "warmup_steps"), "warmup_steps")):
+                             (("warmup", "warmup_steps"), "warmup")):
         assert {hn.canonical_name(n) for n in names} == {canonical}, names
     assert hn.canonical_name("my_custom_knob") == "my_custom_knob"
     assert len(hn._ALIAS) == sum(len(v) for v in hn.CANONICAL.values()), "an alias listed under two names"
