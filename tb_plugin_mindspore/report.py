@@ -178,11 +178,13 @@ def _thin(items, limit):
     return [items[i] for i in picks]
 
 
-def histogram_steps(series, budget=HISTOGRAM_ROWS_BUDGET):
-    """Steps kept per distribution chart when ``series`` charts share ``budget`` rows: the tab's own limit
-    (``histograms.DEFAULT_MAX_STEPS``) unless the budget is smaller, never below ``MIN_HISTOGRAM_STEPS``."""
+def histogram_steps(series, budget=None):
+    """Steps kept per distribution chart when ``series`` charts share ``budget`` rows (default
+    ``HISTOGRAM_ROWS_BUDGET``): the tab's own limit (``histograms.DEFAULT_MAX_STEPS``) unless the budget is smaller,
+    never below ``MIN_HISTOGRAM_STEPS``."""
     from .reading import histograms
 
+    budget = HISTOGRAM_ROWS_BUDGET if budget is None else budget
     if series <= 0:
         return histograms.DEFAULT_MAX_STEPS
     return max(MIN_HISTOGRAM_STEPS, min(histograms.DEFAULT_MAX_STEPS, budget // series))

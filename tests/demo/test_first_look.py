@@ -166,3 +166,34 @@ def test_the_report_draws_what_the_tab_draws(demo_run, tab, tmp_path, browser):
     # Section by section, view by view: the same views, each with the same data drawn.
     for key in tab_inv:
         assert report[key] == tab_inv[key], (key, report[key], tab_inv[key])
+
+
+def test_the_report_keeps_images_within_its_budget(demo_run, monkeypatch):
+    from tb_plugin_mindspore import report
+
+    logdir, _ = demo_run
+    data = report.gather(str(logdir))
+    (run,) = data["images"]
+    for tag, body in data["images"][run].items():
+        assert "report_total_steps" not in body
+        assert sorted(data["image_bytes"][run][tag], key=int) == [str(s["step"]) for s in body["steps"]]
+        assert all(u.startswith("data:image/png;base64,") for u in data["image_bytes"][run][tag].values())
+    total = sum(s["bytes"] for body in data["images"][run].values() for s in body["steps"])
+    # A budget of half the bytes: evenly spaced steps of the images over it, the first and the last kept (what one
+    # image leaves of its share goes to the next).
+    monkeypatch.setattr(report, "IMAGE_BYTES_BUDGET", total // 2)
+    small = report.gather(str(logdir))
+    thinned = 0
+    for tag, body in small["images"][run].items():
+        full = [s["step"] for s in data["images"][run][tag]["steps"]]
+        kept = [s["step"] for s in body["steps"]]
+        assert sorted(small["image_bytes"][run][tag], key=int) == [str(s) for s in kept]
+        if "report_total_steps" not in body:
+            assert kept == full
+            continue
+        thinned += 1
+        assert body["report_total_steps"] == len(full) and len(kept) < len(full), (tag, kept)
+        assert kept[0] == full[0] and kept[-1] == full[-1] and set(kept) <= set(full)
+    assert thinned >= 1
+    kept_bytes = sum(s["bytes"] for body in small["images"][run].values() for s in body["steps"])
+    assert kept_bytes <= total // 2 + max(s["bytes"] for b in data["images"][run].values() for s in b["steps"])

@@ -1,0 +1,47 @@
+"""The report's size budgets: every histogram step while the distribution charts fit, evenly spaced steps beyond
+(the first and the last kept, the chart told why), and images the same way."""
+
+import numpy as np
+
+from tb_plugin_mindspore import report
+from tb_plugin_mindspore.writer import SummaryWriter
+
+
+def test_histogram_steps_per_chart():
+    assert report.histogram_steps(10, budget=60000) == 1000          # the tab's own limit
+    assert report.histogram_steps(300, budget=60000) == 200
+    assert report.histogram_steps(100000, budget=60000) == report.MIN_HISTOGRAM_STEPS
+    assert report.histogram_steps(0) == 1000
+
+
+def _histogram_runs(root, runs=2, tags=3, steps=120):
+    rs = np.random.RandomState(0)
+    for r in range(runs):
+        with SummaryWriter(str(root / ("run%d" % r)), flush_secs=0.5) as w:
+            for step in range(1, steps + 1):
+                w.scalar("core/loss", 1.0 / step, step)
+                for t in range(tags):
+                    w.histogram("debug/activation/layer%d" % t, rs.normal(0, 1 + step / 100, 64), step)
+
+
+def test_every_histogram_step_within_the_budget_and_evenly_spaced_beyond(tmp_path, monkeypatch):
+    _histogram_runs(tmp_path / "logs")
+    data = report.gather(str(tmp_path / "logs"))
+    for run in ("run0", "run1"):
+        body = data["histograms"][run]["debug/activation/layer0"]
+        assert [r[0] for r in body["rows"]] == list(range(1, 121)) and not body["downsampled"]
+        assert "report_budget" not in body
+    # 6 charts sharing 360 rows: 60 steps each (MIN_HISTOGRAM_STEPS 50), evenly spaced, first and last kept.
+    monkeypatch.setattr(report, "HISTOGRAM_ROWS_BUDGET", 360)
+    data = report.gather(str(tmp_path / "logs"))
+    body = data["histograms"]["run1"]["debug/activation/layer2"]
+    steps = [r[0] for r in body["rows"]]
+    assert len(steps) == 60 and steps[0] == 1 and steps[-1] == 120 and body["total_steps"] == 120
+    assert body["downsampled"] and body["report_budget"] == 60
+    assert data["budgets"]["histogram_steps"] == 60
+
+
+def test_thin_keeps_the_first_and_the_last():
+    assert report._thin(list(range(10)), 4) == [0, 3, 6, 9]
+    assert report._thin([1, 2], 5) == [1, 2]
+    assert report._thin([1, 2, 3], 1) == [3]
