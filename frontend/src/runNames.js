@@ -4,8 +4,9 @@
 
 // Where a shared prefix may end: after one of these characters ("." is left out: it sits inside numbers).
 const SEPARATORS = new Set(["/", "\\", "_", "-", " ", ":"]);
-// A shared prefix shorter than this is kept (dropping "a_" saves nothing and hides a word).
-const MIN_PREFIX = 4;
+// A shared prefix shorter than this is kept: names are shown whole, so dropping "run_" saves little and hides a word;
+// a date ("20261206-"), an experiment folder or a sweep's common settings are worth leaving out.
+const MIN_PREFIX = 8;
 
 /**
  * {prefix, names: Map run -> shown name} for a list of runs. The prefix is the longest one every run starts with

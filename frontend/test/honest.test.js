@@ -23,10 +23,10 @@ test("run names drop the prefix every run shares, at a separator, never the part
   assert.equal(shortRunNames(["only/run"]).prefix, "");
   // Cut at a separator (never inside "0.001" / "0.01"), and every name keeps something.
   assert.deepEqual([...shortRunNames(["sweep/lr_0.001/seed_3", "sweep/lr_0.01/seed_1"]).names.values()], ["0.001/seed_3", "0.01/seed_1"]);
-  assert.deepEqual([...shortRunNames(["exp/a", "exp/a/eval"]).names.values()], ["a", "a/eval"]);
-  assert.equal(shortRunNames(["ab_1", "ab_2"]).prefix, ""); // too short to be worth hiding
-  setRunNames(["exp/run1", "exp/run2"]);
-  assert.equal(displayRunName("exp/run2"), "run2");
+  assert.deepEqual([...shortRunNames(["experiment/a", "experiment/a/eval"]).names.values()], ["a", "a/eval"]);
+  assert.equal(shortRunNames(["run_a", "run_b"]).prefix, ""); // too short to be worth hiding
+  setRunNames(["experiment/run1", "experiment/run2"]);
+  assert.equal(displayRunName("experiment/run2"), "run2");
   assert.equal(displayRunName("elsewhere"), "elsewhere");
 });
 

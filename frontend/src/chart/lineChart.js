@@ -48,6 +48,13 @@ const DURATION_INCRS = [
   7200, 10800, 21600, 43200, 86400, 172800, 604800, 1209600, 2592000, 7776000, 31536000,
 ];
 
+/** An x range with 3 % room on each side (at least one unit), for charts of points. */
+function padRange(u, min, max) {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [min, max];
+  const pad = Math.max((max - min) * 0.03, max === min ? 1 : 0);
+  return [min - pad, max + pad];
+}
+
 export class LineChart {
   /**
    * @param {HTMLElement} host  element the chart fills (its width is followed)
@@ -200,7 +207,8 @@ export class LineChart {
       legend: { show: false },
       padding: [12, 12, 0, 0],
       scales: {
-        x: { time: opts.xAxis === "wall" },
+        // Points at the very ends of the x range would be cut in half by the plot's edge: leave them room.
+        x: this.pointsOnly ? { time: opts.xAxis === "wall", range: padRange } : { time: opts.xAxis === "wall" },
         y: opts.logY ? { distr: 3, log: 10 } : {},
       },
       axes: [
