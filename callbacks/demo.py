@@ -119,14 +119,17 @@ class TransformerClassifier(nn.Cell):
         return rows.reshape((1, 1, rows.shape[0], rows.shape[1])) / self.vocab
 
     def attention_image(self, x):
-        """The first encoder layer's head-0 attention over one sequence ``x`` ([seq, hidden]) as a grey image scaled
-        to its largest weight: softmax(q k^T / sqrt(d)), q and k from the layer's own input projection."""
+        """The first encoder layer's head-0 attention over one sequence ``x`` ([seq, hidden]) as a grey image (row:
+        query token, column: key token; black the smallest weight of the map, white the largest): softmax(q k^T /
+        sqrt(d)), q and k from the layer's own input projection."""
         attn = self.encoder[0].self_attn
         d, n = self.head_dim, self.hidden
         q = ops.matmul(x, attn.in_proj_weight[:d].T) + attn.in_proj_bias[:d]
         k = ops.matmul(x, attn.in_proj_weight[n:n + d].T) + attn.in_proj_bias[n:n + d]
         weights = ops.softmax(ops.matmul(q, k.T) / math.sqrt(d), axis=-1)
-        return weights.reshape((1, 1, weights.shape[0], weights.shape[1])) / ops.maximum(weights.max(), 1e-12)
+        low, high = weights.min(), weights.max()
+        image = weights.reshape((1, 1, weights.shape[0], weights.shape[1])) - low
+        return image / ops.maximum(high - low, 1e-12)
 
 
 def build_model(config=None, seed=0, summaries=False):

@@ -50,3 +50,8 @@ export function displayRunName(run) {
 export function sharedRunPrefix() {
   return current.prefix;
 }
+
+/** A name split after each separator ("20261206-", "lr0.001_"), so a long name wraps there rather than mid-word. */
+export function nameParts(name) {
+  return String(name).match(/[^/\\_\- :]*[/\\_\- :]?/g).filter(Boolean);
+}

@@ -9,7 +9,7 @@ import { comparePanels, isPointSeries } from "../src/contract.js";
 import { uniformValue } from "../src/chart/layerTree.js";
 import { LOG_SPREAD, runSpread } from "../src/chart/series.js";
 import { answer, imageDataUrl } from "../src/reportData.js";
-import { displayRunName, setRunNames, shortRunNames } from "../src/runNames.js";
+import { displayRunName, nameParts, setRunNames, shortRunNames } from "../src/runNames.js";
 import { kindsText } from "../src/views/registry.js";
 
 const contract = JSON.parse(readFileSync(new URL("./fixtures/contract.json", import.meta.url), "utf8"));
@@ -25,6 +25,8 @@ test("run names drop the prefix every run shares, at a separator, never the part
   assert.deepEqual([...shortRunNames(["sweep/lr_0.001/seed_3", "sweep/lr_0.01/seed_1"]).names.values()], ["0.001/seed_3", "0.01/seed_1"]);
   assert.deepEqual([...shortRunNames(["experiment/a", "experiment/a/eval"]).names.values()], ["a", "a/eval"]);
   assert.equal(shortRunNames(["run_a", "run_b"]).prefix, ""); // too short to be worth hiding
+  assert.deepEqual(nameParts("050034_demo_lr0.001_bs32"), ["050034_", "demo_", "lr0.001_", "bs32"]);
+  assert.equal(nameParts("a/b-c d").join(""), "a/b-c d");
   setRunNames(["experiment/run1", "experiment/run2"]);
   assert.equal(displayRunName("experiment/run2"), "run2");
   assert.equal(displayRunName("elsewhere"), "elsewhere");

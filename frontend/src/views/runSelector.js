@@ -10,7 +10,7 @@ import { PALETTE } from "../colors.js";
 import { el, clear } from "../dom.js";
 import { groupRuns } from "../grouping.js";
 import { fetchRunInfos } from "../runDataApi.js";
-import { setRunNames } from "../runNames.js";
+import { nameParts, setRunNames } from "../runNames.js";
 
 // A line chart with more runs than this is unreadable (and slow to fetch): the charts draw the first ones.
 export const MAX_CHART_RUNS = 100;
@@ -180,7 +180,8 @@ export class RunSelector {
           { title: run },
           box,
           el("span", { class: "ms-swatch", style: { background: colors.get(run) || "#999" } }),
-          el("span", { class: "ms-run-name", "data-testid": "run-name", text: short.names.get(run), title: run }),
+          // Text nodes split after separators, with a line break opportunity between them (never HTML).
+          el("span", { class: "ms-run-name", "data-testid": "run-name", title: run }, nameParts(short.names.get(run)).flatMap((p, i) => (i ? [el("wbr"), p] : [p]))),
         ),
       );
       this.items.set(run, item);
