@@ -35,11 +35,14 @@ TAB_CLUSTER_STEPS = 1000
 # chart) while all the charts together stay within HISTOGRAM_ROWS_BUDGET rows (a row is about 120 bytes of JSON);
 # beyond that evenly spaced steps, at least MIN_HISTOGRAM_STEPS a chart, and the chart says so. Images: every step
 # while the image bytes stay within IMAGE_BYTES_BUDGET, else evenly spaced steps (said on the card). Cluster: the
-# heatmap of every metric, and the curves of the first RANK_CURVES ranks of each cluster.
+# heatmap of every metric, and the curves of the first RANK_CURVES ranks of each cluster while all those curves
+# hold fewer than RANK_CURVE_POINTS_BUDGET points (about 40 bytes each); the other ranks' curves answer "not part of
+# this report" when clicked.
 HISTOGRAM_ROWS_BUDGET = 60000
 MIN_HISTOGRAM_STEPS = 50
 IMAGE_BYTES_BUDGET = 8000000
 RANK_CURVES = 16
+RANK_CURVE_POINTS_BUDGET = 200000
 # Nothing may be loaded or sent from the report: inline script and styles only, images from data: / blob: URLs.
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
        "connect-src 'none'; base-uri 'none'; form-action 'none'")
@@ -199,6 +202,7 @@ class Gatherer:
         self.data = {"routes": routes, "scalars": {}, "layers": {}, "histograms": {}, "landscape": {},
                      "images": {}, "image_bytes": {}, "tensors": {}, "cluster": {}, "cluster_ranks": {},
                      "left_out": [], "budgets": {}}
+        self.curve_points = 0      # points of the ranks' curves kept so far (RANK_CURVE_POINTS_BUDGET)
 
     def keep(self, where, keys, route, params, run=None, tag=None):
         """Stores the answer of ``route`` under ``data[where][k0][k1]...``; a series that cannot be read leaves only
@@ -273,12 +277,17 @@ class Gatherer:
                           [("run", run), ("metric", metric), ("max_steps", str(TAB_CLUSTER_STEPS))], run, metric)
             matrix = self.data["cluster"].get(run, {})
             ranks = next(iter(matrix.values()), {}).get("ranks", []) if matrix else []
+            kept = 0
             for r in ranks[:RANK_CURVES]:
+                if self.curve_points >= RANK_CURVE_POINTS_BUDGET:
+                    break
                 for metric in c["metrics"]:
-                    self.keep("cluster_ranks", (run, metric, str(r["rank"])), "cluster",
-                              [("run", run), ("metric", metric), ("rank", str(r["rank"]))], run, metric)
-            if len(ranks) > RANK_CURVES:
-                self.data["budgets"].setdefault("rank_curves", {})[run] = RANK_CURVES
+                    body = self.keep("cluster_ranks", (run, metric, str(r["rank"])), "cluster",
+                                     [("run", run), ("metric", metric), ("rank", str(r["rank"]))], run, metric)
+                    self.curve_points += len((body or {}).get("points") or ())
+                kept += 1
+            if kept < len(ranks):
+                self.data["budgets"].setdefault("rank_curves", {})[run] = kept
 
     def landscapes(self):
         for run, listing in self.routes["landscapes"]["runs"].items():

@@ -1,6 +1,9 @@
 """The report's size budgets: every histogram step while the distribution charts fit, evenly spaced steps beyond
 (the first and the last kept, the chart told why), and images the same way."""
 
+import os
+import sys
+
 import numpy as np
 
 from tb_plugin_mindspore import report
@@ -45,3 +48,25 @@ def test_thin_keeps_the_first_and_the_last():
     assert report._thin(list(range(10)), 4) == [0, 3, 6, 9]
     assert report._thin([1, 2], 5) == [1, 2]
     assert report._thin([1, 2, 3], 1) == [3]
+
+
+def test_cluster_heatmaps_whole_and_rank_curves_within_their_budget(tmp_path, monkeypatch):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster"))
+    from cluster_data import write_cluster
+
+    write_cluster(str(tmp_path / "logs" / "job"), ranks=20, steps=np.arange(10, 410, 10), nodes=2)
+    data = report.gather(str(tmp_path / "logs"))
+    (cluster,) = data["routes"]["clusters"]["clusters"]
+    assert cluster["ranks"] == 20
+    for metric in cluster["metrics"]:
+        assert data["cluster"]["job"][metric]["shape"] == [20, 40]
+        assert sorted(data["cluster_ranks"]["job"][metric], key=int) == [str(r) for r in range(report.RANK_CURVES)]
+    assert data["budgets"]["rank_curves"] == {"job": report.RANK_CURVES}
+    # A smaller budget of points: fewer ranks' curves, never a part of one.
+    metrics = len(cluster["metrics"])
+    monkeypatch.setattr(report, "RANK_CURVE_POINTS_BUDGET", 3 * 40 * metrics)
+    data = report.gather(str(tmp_path / "logs"))
+    assert data["budgets"]["rank_curves"] == {"job": 3}
+    for metric in cluster["metrics"]:
+        assert sorted(data["cluster_ranks"]["job"][metric], key=int) == ["0", "1", "2"]
+        assert len(data["cluster_ranks"]["job"][metric]["0"]["points"]) == 40
