@@ -478,14 +478,15 @@ def closing_lines(runs):
     healthy, problem = os.path.basename(runs.get("healthy", "")), os.path.basename(runs.get("problem", ""))
     lines = ["What to look at in the MindSpore tab, section by section:",
              "  Health: the run with the learning rate %gx too high is named with the step its loss turned Inf "
-             "(caught between two recorded points), its layers changing too fast and its vanishing gradients; "
-             "click a finding to see its chart." % PROBLEM_LR_FACTOR,
+             "(caught between two recorded points) and what else went wrong in it; click a finding to see its "
+             "chart." % PROBLEM_LR_FACTOR,
              "  Core: loss, learning rate (on a log scale: the two runs differ %gx), gradient norm with the "
              "min-max band of every step in between, step time, throughput, memory; compile time as points."
              % PROBLEM_LR_FACTOR,
              "  Diagnostic: evaluation loss and accuracy, per-layer weight norms (a heatmap, layers x steps).",
              "  Debug: the per-layer update-ratio heatmap first: pick %s and compare with %s side by side (its "
-             "head changes far too fast, in red); gradient norms per layer, activation distributions, data wait."
+             "layers change far faster: red where the healthy run's are near the scale's centre); gradient norms per "
+             "layer, activation distributions, data wait."
              % (healthy or "the healthy run", problem or "the other run")]
     if runs.get("summary_collector"):
         lines.append("  Weight distributions of the SummaryCollector run (its *_MS files, read with no MindSpore "
