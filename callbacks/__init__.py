@@ -8,6 +8,11 @@ One line to make the gradient norm visible, one callback to record the core tier
     Model(train_net).train(epochs, dataset, callbacks=[TrainMonitor(make_run_dir(experiment="mnist"))])
 
 Importing this package imports MindSpore (install the ``mindspore`` extra); the TensorBoard side does not need it.
+
+A ladder like the server side's: ``common`` < ``cells`` < ``recorders`` and ``landscape`` (side by side, never
+importing each other) < the adapters at the top (``TrainMonitor`` in ``monitor.py``, ``LoopMonitor`` in ``loop.py``,
+the demo). They may import ``tb_plugin_mindspore``'s ``io``, ``contract``, ``landscape``, ``writing``, ``sources`` and
+``health`` layers, never its ``answers``, ``server`` or ``commands``.
 """
 
 from .loop import LoopMonitor

@@ -7,6 +7,9 @@ weight norms (``weight_norms=True``), update ratio, per-layer
 gradient norms, activations, data wait (``debug=[...]``), evaluation (``eval_dataset=``), live health
 (``live_health=True``, default), the user's own (``recorders=[...]``), run info (always, last: it writes what the
 others added to the run info at start, and the run end marker).
+
+May import: ``..common``, ``..cells``; ``tb_plugin_mindspore``'s ``io``, ``contract``, ``writing``, ``sources`` and
+``health`` layers (the live rules are the offline ones).
 """
 
 from .base import POINTS, Interval, Recorder, RunContext, StepRecord, due

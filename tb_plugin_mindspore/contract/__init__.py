@@ -16,6 +16,9 @@ of our plugin's series, the ``Summary.Value`` builder the callbacks write with a
 Tag names stay in :mod:`tb_plugin_mindspore.metadata`. Submodules are imported on first use, so
 ``from tb_plugin_mindspore.contract import vocabulary`` imports only the standard library; builders import
 TensorBoard's protos when first called.
+
+May import: ``tb_plugin_mindspore.metadata`` (the names, at the package root, part of this layer) and ``io``;
+the standard library and numpy, TensorBoard's protos when a builder is first called.
 """
 
 import importlib

@@ -17,6 +17,9 @@ Typical use::
 
     report = health.check_logdir("./summary_log")                       # from disk
     report = health.check_provider(data_provider, ctx, experiment_id)   # inside TensorBoard
+
+May import: ``sources`` and everything below it (``writing``, ``landscape``, ``contract``, ``io``); never
+``answers``, ``server`` or ``commands``.
 """
 
 from .engine import (ConfigError, check_run, describe_rules, reaches, report, run_report,  # noqa: F401
