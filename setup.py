@@ -56,11 +56,16 @@ setup(
     python_requires=">=3.9",
     packages=[
         "tb_plugin_mindspore",
+        "tb_plugin_mindspore.io",
         "tb_plugin_mindspore.contract",
-        "tb_plugin_mindspore.reading",
+        "tb_plugin_mindspore.landscape",
+        "tb_plugin_mindspore.writing",
+        "tb_plugin_mindspore.sources",
         "tb_plugin_mindspore.health",
         "tb_plugin_mindspore.health.rules",
-        "tb_plugin_mindspore.landscape",
+        "tb_plugin_mindspore.answers",
+        "tb_plugin_mindspore.server",
+        "tb_plugin_mindspore.commands",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
         "tb_mindspore_callbacks.recorders",

@@ -51,7 +51,7 @@ def write(root, ranks, steps, nodes=8):
     from cluster_data import T0, write_rank_file
 
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     t0 = time.perf_counter()
     run = os.path.join(root, "job")

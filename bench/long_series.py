@@ -62,7 +62,8 @@ def write_run(folder, points):
     """One event file: per step ``core/loss`` and its interval row (metadata on the first event only)."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from tb_plugin_mindspore import records, summary
+    from tb_plugin_mindspore.io import records
+    from tb_plugin_mindspore.writing import summary
 
     os.makedirs(folder, exist_ok=True)
     values, _, _ = series_values(points)
@@ -199,7 +200,8 @@ def exact(values, steps_kept, lo, hi, width):
 def builder_cpu_ms(long_dir, windows, reps):
     """CPU milliseconds (``time.process_time``: what the answer costs, not how busy the machine is) of building,
     encoding and compressing each window's answer in this process, from the plugin's own read of the run."""
-    from tb_plugin_mindspore.reading import encode, event_series, scalar_answer
+    from tb_plugin_mindspore.answers import encode, scalar_answer
+    from tb_plugin_mindspore.sources import event_series
 
     events = event_series.EventSeries(long_dir)
     events.want("run")

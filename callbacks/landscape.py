@@ -19,7 +19,7 @@ from mindspore.train import Callback
 
 from tb_plugin_mindspore.landscape import directions as dirs
 from tb_plugin_mindspore.landscape.trajectory import Trajectory
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 from .landscape_compute import LandscapeJob, compute_landscape, interpolate, landscape_from_checkpoint
 from .landscape_eval import EvalData, LossEvaluator, check_eval_data, resolve_loss_network

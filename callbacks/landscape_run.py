@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import grid as gridlib
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 __all__ = ["LandscapeInterrupted", "LandscapeResult", "Interrupts", "Progress", "write_record"]
 

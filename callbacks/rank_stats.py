@@ -23,8 +23,9 @@ import time
 
 import numpy as np
 
-from tb_plugin_mindspore import metadata, rank_file
-from tb_plugin_mindspore.reading import fs
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.io import fs
 
 from ._util import logger
 from .recorders.base import Recorder

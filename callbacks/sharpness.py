@@ -34,11 +34,12 @@ import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 from mindspore.train import Callback
 
-from tb_plugin_mindspore import metadata, summary
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import directions as dirs
 from tb_plugin_mindspore.landscape import hessian
 from tb_plugin_mindspore.landscape.format import profile_record
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 from ._util import cb_get, find_optimizer, host_learning_rates, logger
 from .landscape_eval import EvalData, LossEvaluator, check_eval_data, resolve_loss_network

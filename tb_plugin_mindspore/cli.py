@@ -118,8 +118,8 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_demo(sub)
-    from . import convert, doctor, report
-    from .health import cli as health_cli
+    from .commands import convert, doctor, report
+    from .commands import check as health_cli
 
     convert.add_convert_parser(sub)
     health_cli.add_check_parser(sub)

@@ -38,7 +38,7 @@ class MindSporeLoader(base_plugin.TBLoader):
     def fix_flags(self, flags):
         settings = getattr(flags, HEALTH_SET_FLAG, None)
         if settings:   # a bad setting stops TensorBoard with one line, before it serves anything
-            from .health import cli as health_cli
+            from .commands import check as health_cli
 
             try:
                 health_cli.config_from_settings(settings)
@@ -53,7 +53,7 @@ class MindSporeLoader(base_plugin.TBLoader):
 
     def load(self, context):
         try:
-            from .plugin import MindSporePlugin
+            from .server.plugin import MindSporePlugin
         except Exception:
             logger.exception("tb-plugin-mindspore could not be loaded; the MindSpore tab is disabled")
             return None

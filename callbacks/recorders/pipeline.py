@@ -17,7 +17,7 @@ import time
 import weakref
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
 from .._util import detect_rank, logger
 from ..live_health import guard_settings

@@ -125,7 +125,7 @@ class MonitorSettings:
                  max_layers=DEFAULT_MAX_LAYERS, hparams=None, registry="auto", max_file_bytes=None,
                  max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None,
                  flight_recorder=100):
-        from tb_plugin_mindspore.writer import check_sizes
+        from tb_plugin_mindspore.writing.writer import check_sizes
 
         if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
             raise ValueError("logdir must be a non-empty path, got %r" % (logdir,))

@@ -144,7 +144,7 @@ def merge(interval_table, max_rows):
 
 def json_rows(interval_table):
     """The JSON routes' rows ``[step, min, mean, max, count, nonfinite]`` (non-finite numbers as their names)."""
-    from ..reading import encode
+    from ..answers import encode
 
     if interval_table is None:
         return None

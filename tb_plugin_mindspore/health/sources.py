@@ -9,7 +9,7 @@
   ``*_MS`` reader through the plugin's ``MergedProvider``, so runs have the tab's names; then the same code as
   above.
 * :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
-  histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
+  histograms) from a :class:`~tb_plugin_mindspore.sources.ms_logdir.MsLogdir`.
 """
 
 import logging
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from .. import metadata
-from ..reading import fs
+from ..io import fs
 from ..contract import interval as interval_contract
 from ..contract import layers as layers_contract
 from ..contract import health_event as health_event_contract
@@ -44,7 +44,7 @@ def _is_event_file(name):
 
 def _is_ms_file(name):
     """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
-    from ..reading.ms_logdir import file_kind
+    from ..sources.ms_logdir import file_kind
 
     return file_kind(name) is not None
 
@@ -93,12 +93,12 @@ class ProviderListing:
     ``scalars``: ``{run: {tag: last point}}`` (``read_last_scalars``: one point per series on both loaders);
     ``ours``: ``{run: {tag: (content, tensor time series)}}`` of the series of our plugin a rule reads (interval
     statistics of a scalar a rule reads, per-layer vectors, run information); ``histograms``: ``{run: (tag, ...)}``.
-    ``listings``: a :class:`~tb_plugin_mindspore.reading.series_cache.Listings` (shared with the plugin's other
+    ``listings``: a :class:`~tb_plugin_mindspore.sources.series_cache.Listings` (shared with the plugin's other
     routes) or ``None`` to ask the provider directly; ``runs``: list only these runs (``None``: all).
     """
 
     def __init__(self, data_provider, ctx, experiment_id, listings=None, runs=None):
-        from ..reading import series_cache
+        from ..sources import series_cache
 
         listings = listings or series_cache.Listings(data_provider, ttl=0.0)
         runs = set(runs) if runs else None     # only these runs (None: all)
@@ -165,7 +165,7 @@ def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, no
 
     Reads every stored point of the series a rule uses: from ``multiplexer`` (the Python loader's, fast) where it
     holds them, else in one provider call for the scalars of all these runs and one for our plugin's series."""
-    from ..reading import points as points_module
+    from ..sources import points as points_module
 
     now = time.time() if now is None else float(now)
     names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
@@ -319,7 +319,7 @@ def logdir_provider(events_root, ms_root=None):
     point kept) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the ``*_MS`` files under
     ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no ``ms_root`` or no
     ``*_MS`` files in it)."""
-    from ..reading import ms_provider
+    from ..sources import ms_provider
 
     events = load_provider(events_root)
     if not ms_root or not _has_ms_files(ms_root):
@@ -338,7 +338,7 @@ def runs_from_view(events_root, ms_root, logdir, now=None):
     (file sizes and modification times)."""
     from tensorboard import context as tb_context
 
-    from ..reading import provider as data_view
+    from ..answers import runs as data_view
 
     ctx = tb_context.RequestContext()
     provider, ms = logdir_provider(events_root, ms_root)
@@ -364,7 +364,7 @@ def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
     Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
     as ``reading.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
     """
-    from ..reading import safe_view
+    from ..sources import safe_view
 
     logdir = fs.normalize(logdir)   # a local folder or a URL (reading/fs.py)
     with safe_view.safe_view(logdir, problems) as view:
@@ -374,11 +374,11 @@ def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
 def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
     """``[RunSeries]`` of MindSpore ``*_MS`` summary runs.
 
-    ``ms_logdir`` is a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir` (already reloaded, e.g. the
+    ``ms_logdir`` is a :class:`~tb_plugin_mindspore.sources.ms_logdir.MsLogdir` (already reloaded, e.g. the
     plugin's) or a local path (read completely here).
     """
     now = time.time() if now is None else float(now)
-    from ..reading import ms_logdir as ms_module
+    from ..sources import ms_logdir as ms_module
 
     if isinstance(ms_logdir, (str, os.PathLike)):
         path = fs.normalize(ms_logdir)

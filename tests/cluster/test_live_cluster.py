@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.health import cli
+from tb_plugin_mindspore.commands import check as cli
 
 from cluster_data import write_cluster, write_rank_file
 

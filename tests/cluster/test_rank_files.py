@@ -7,8 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore import metadata, rank_file
-from tb_plugin_mindspore.reading import cluster
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.answers import cluster
 
 from cluster_data import write_rank_file
 

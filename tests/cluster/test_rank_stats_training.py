@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from tb_plugin_mindspore import metadata  # noqa: E402
-from tb_plugin_mindspore.reading import cluster  # noqa: E402
+from tb_plugin_mindspore.answers import cluster  # noqa: E402
 
 from ms_training import tiny_dataset, train_tiny  # noqa: E402
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import logdirs
-from tb_plugin_mindspore import contract, metadata, summary
+from tb_plugin_mindspore import contract, metadata
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.contract import interval
 
 

@@ -3,7 +3,7 @@
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.contract import vocabulary
 from tb_plugin_mindspore.health import series
-from tb_plugin_mindspore.reading import layers
+from tb_plugin_mindspore.answers import layers
 
 
 def test_the_three_readers_read_the_one_table():

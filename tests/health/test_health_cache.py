@@ -15,10 +15,10 @@ from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
 from tb_harness import App
 from tb_plugin_mindspore import health, loader
-from tb_plugin_mindspore.health import cache as health_cache
+from tb_plugin_mindspore.answers import health as health_cache
 from tb_plugin_mindspore.health import engine, rules, sources
-from tb_plugin_mindspore.reading import points, series_cache
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.sources import points, series_cache
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 T0 = 1_700_000_000.0
 STEPS = 300

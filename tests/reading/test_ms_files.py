@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from ms_fixture_lib import HERE
-from tb_plugin_mindspore import metadata, records
-from tb_plugin_mindspore.reading import ms_files, ms_proto
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.sources import ms_files
+from tb_plugin_mindspore.io import ms_proto
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 import ms_normalize
 
@@ -92,8 +94,8 @@ def test_every_field_matches_mindspore(ms_fixtures):
 def test_reader_never_imports_mindspore(ms_fixtures):
     code = (
         "import sys\n"
-        "from tb_plugin_mindspore.reading.ms_logdir import MsLogdir\n"
-        "from tb_plugin_mindspore import convert\n"
+        "from tb_plugin_mindspore.sources.ms_logdir import MsLogdir\n"
+        "from tb_plugin_mindspore.commands import convert\n"
         "d = MsLogdir(%r)\n"
         "d.reload()\n"
         "assert d.scalars('collector')['loss/auto']\n"
@@ -111,7 +113,7 @@ def test_reader_works_with_either_protobuf_backend(ms_fixtures, impl):
     # pure-Python backend too (the health check and convert run in such processes).
     code = (
         "from google.protobuf.internal import api_implementation\n"
-        "from tb_plugin_mindspore.reading.ms_logdir import MsLogdir\n"
+        "from tb_plugin_mindspore.sources.ms_logdir import MsLogdir\n"
         "d = MsLogdir(%r)\n"
         "d.reload()\n"
         "assert d.scalars('collector')['loss/auto'], 'no loss'\n"

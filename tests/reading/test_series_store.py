@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.reading import pyramid, scalar_answer, series_store
+from tb_plugin_mindspore.sources import pyramid, series_store
+from tb_plugin_mindspore.answers import scalar_answer
 
 
 def _series(n, seed=0, spikes=(), nans=()):

@@ -15,8 +15,8 @@ from .common import fmt
 
 
 def cluster_of(run):
-    """The run's :class:`~tb_plugin_mindspore.reading.cluster.ClusterData` (reloaded), or None."""
-    from ...reading import cluster
+    """The run's :class:`~tb_plugin_mindspore.answers.cluster.ClusterData` (reloaded), or None."""
+    from ...answers import cluster
 
     directory = getattr(run.state, "directory", None) if run.state is not None else None
     if directory is None:

@@ -211,13 +211,13 @@ def check_entry_point():
 
 def _is_ms_file(name):
     """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
-    from .reading.ms_logdir import file_kind
+    from ..sources.ms_logdir import file_kind
 
     return file_kind(name) is not None
 
 
 def _scan_logdir(path):
-    from .reading import fs
+    from ..io import fs
 
     counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0}
     for root, dirs, names in fs.walk(path):
@@ -235,7 +235,7 @@ def _scan_logdir(path):
 
 
 def check_logdir(logdir, cwd=None):
-    from .reading import fs
+    from ..io import fs
 
     if fs.is_remote(logdir):
         return _check_remote_logdir(logdir)
@@ -283,7 +283,7 @@ def check_logdir(logdir, cwd=None):
 
 def _check_remote_logdir(url):
     """A remote logdir (``s3://``, ``gs://``...): reachable, a folder, what it holds."""
-    from .reading import fs
+    from ..io import fs
 
     try:
         fs.filesystem(url)
@@ -335,7 +335,7 @@ def run_doctor(args):
 
 
 def main(argv=None):
-    """Standalone entry (``python -m tb_plugin_mindspore.doctor doctor ...``)."""
+    """Standalone entry (``python -m tb_plugin_mindspore.commands.doctor doctor ...``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog=PROG)

@@ -19,7 +19,7 @@ import tempfile
 
 PROG = "tb-mindspore report"
 ROUTE_PREFIX = "/data/plugin/mindspore"
-BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "report.js")
+BUNDLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static", "report.js")
 # At most this many tags per scalars_batch call (the route accepts 500).
 _TAGS_PER_CALL = 400
 # Nothing may be loaded or sent from the report: inline script and styles only, images from data: / blob: URLs.
@@ -33,7 +33,7 @@ class ReportError(Exception):
 
 # -- what to read -------------------------------------------------------------------------------------------------
 def _has_data_files(folder):
-    from .reading import logdir_status
+    from ..sources import logdir_status
 
     try:
         return any(logdir_status.is_data_file(e.name) for e in os.scandir(folder) if not e.is_dir())
@@ -98,9 +98,9 @@ class RouteCaller:
     def __init__(self, logdir):
         from tensorboard.plugins import base_plugin
 
-        from .health import sources
-        from .plugin import MindSporePlugin
-        from .reading import safe_view
+        from ..health import sources
+        from ..server.plugin import MindSporePlugin
+        from ..sources import safe_view
 
         with safe_view.safe_view(logdir) as view:
             data_provider = sources.load_provider(view)
@@ -176,7 +176,7 @@ def gather(logdir, source=None):
             if code == 200:
                 shelf = data["landscape"].setdefault(run, {}).setdefault(entry["tag"], {})
                 shelf[str(entry["step"])] = shelf["last"] = body   # the listing is in step order: the last wins
-    from . import __version__
+    from .. import __version__
 
     data["meta"] = {"source": source or logdir, "runs": len(runs), "version": __version__,
                     "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}

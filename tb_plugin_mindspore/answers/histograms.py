@@ -18,7 +18,8 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import encode, series_cache
+from . import encode
+from ..sources import series_cache
 
 HISTOGRAMS_PLUGIN = "histograms"
 _READ_ALL = 10 ** 9

@@ -23,7 +23,8 @@ from tensorboard.data import provider as tb_provider
 
 from .. import metadata
 from ..contract import vocabulary
-from . import encode, series_cache
+from . import encode
+from ..sources import series_cache
 
 SCALARS_PLUGIN = "scalars"
 _READ_ALL = 10 ** 9

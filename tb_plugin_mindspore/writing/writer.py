@@ -42,8 +42,9 @@ import weakref
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from . import records, summary
-from .reading import fs
+from ..io import records
+from . import summary
+from ..io import fs
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import os
 import stat
 import time
 
-from . import event_headers, fs
+from ..io import event_headers, fs
 
 MS_SUFFIX = "_MS"
 _MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds

@@ -32,7 +32,7 @@ def _normalized(w):
 
 def content_problems(data_provider, ctx, eid):
     """Our plugin's series whose plugin content cannot be read (they are left out of every listing)."""
-    from .series_cache import listings_for
+    from ..sources.series_cache import listings_for
 
     listing = listings_for(data_provider).tensors(ctx, eid, metadata.PLUGIN_NAME)
     out = []

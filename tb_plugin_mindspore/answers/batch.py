@@ -19,7 +19,8 @@ from tensorboard import errors
 
 from .. import metadata
 from ..contract import interval as interval_contract
-from . import encode, points, scalar_answer, series_cache
+from . import encode, scalar_answer
+from ..sources import points, series_cache
 
 SCALARS_PLUGIN = "scalars"
 MAX_RUNS = 200

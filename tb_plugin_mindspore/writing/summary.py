@@ -9,7 +9,7 @@ import numpy as np
 from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.histogram import metadata as histogram_metadata
 
-from . import contract
+from .. import contract
 
 
 def _tensor_proto(array, dtype=types_pb2.DT_DOUBLE):

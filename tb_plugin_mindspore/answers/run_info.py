@@ -26,7 +26,7 @@ from tensorboard.data import provider as tb_provider
 from .. import metadata
 from ..contract import content
 from ..contract import run_info as run_info_contract
-from . import ms_provider
+from ..sources import ms_provider
 
 logger = logging.getLogger(__name__)
 

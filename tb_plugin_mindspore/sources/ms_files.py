@@ -34,7 +34,7 @@ import google_crc32c
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from . import fs, ms_proto
+from ..io import fs, ms_proto
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"

@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 
-from .. import records
+from . import records
 from . import fs
 
 # Longer than any record a writer produces; TensorBoard's own writers stay far below it.

@@ -24,7 +24,8 @@ from tensorboard.data import provider as tb_provider
 
 from .. import metadata
 from ..contract import content
-from . import encode, ms_provider
+from . import encode
+from ..sources import ms_provider
 
 DEFAULT_MAX_VALUES = 256
 MAX_VALUES_LIMIT = 10000

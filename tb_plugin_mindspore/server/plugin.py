@@ -15,15 +15,17 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import metadata
-from .health import cache as health_cache
-from .health import cli as health_cli
-from .reading import batch, downsample, encode, histograms, layers, logdir_status, ms_provider, page_contract, provider
-from .reading import event_series, scalar_answer, series_cache
+from .. import metadata
+from ..answers import health as health_cache
+from ..commands import check as health_cli
+from ..answers import batch, downsample, encode, histograms, layers, page_contract, runs as provider
+from ..sources import logdir_status, ms_provider
+from ..sources import event_series, series_cache
+from ..answers import scalar_answer
 
 logger = logging.getLogger(__name__)
 
-STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 DEFAULT_MAX_POINTS = 2000
 MAX_POINTS_LIMIT = 100000
 _JSON = "application/json"
@@ -202,7 +204,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_status(self, request):
-        from .reading import problems
+        from ..answers import problems
 
         ctx, eid = self._ctx(request)
         try:
@@ -224,7 +226,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         return body
 
     def _data_server_message(self):
-        from .reading import problems
+        from ..answers import problems
 
         return problems.data_server_message(self._status.file_warnings())
 
@@ -283,7 +285,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     # -- many ranks as one cluster (reading/cluster.py) ---------------------------------------------------------------
     def _cluster_reader(self):
         if getattr(self, "_clusters", None) is None:
-            from .reading import cluster
+            from ..answers import cluster
 
             self._clusters = cluster.ClusterReader(self._logdir, self._cache)
         return self._clusters
@@ -294,7 +296,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_cluster(self, request):
-        from .reading import cluster
+        from ..answers import cluster
 
         run, metric = _required(request, "run"), _required(request, "metric")
         if request.args.get("rank") is not None:
@@ -306,7 +308,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
     def _landscape_reader(self):
         if getattr(self, "_landscapes", None) is None:
-            from .reading import landscapes
+            from ..answers import landscapes
 
             self._landscapes = landscapes.LandscapeReader(self._data_provider)
         return self._landscapes
@@ -330,7 +332,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     def _run_info_reader(self):
         if getattr(self, "_run_infos", None) is None:
-            from .reading import run_info
+            from ..answers import run_info
 
             self._run_infos = run_info.RunInfoReader(self._data_provider, self._ms_logdir())
         return self._run_infos
@@ -346,7 +348,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     # -- images and tensors (reading/media.py) -------------------------------------------------------------------
     def _media_reader(self):
         if getattr(self, "_media", None) is None:
-            from .reading import media
+            from ..answers import media
 
             self._media = media.MediaReader(self._data_provider, self._ms_logdir())
         return self._media
@@ -380,7 +382,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_tensors(self, request):
-        from .reading import media
+        from ..answers import media
 
         ctx, eid = self._ctx(request)
         run, tag = _required(request, "run"), _required(request, "tag")

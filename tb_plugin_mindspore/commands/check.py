@@ -64,7 +64,7 @@ def parse_overrides(settings, disabled=()):
 def config_from_settings(settings, disabled=()):
     """The validated engine configuration of ``RULE.PARAM=VALUE`` settings (``check --set``, TensorBoard's
     ``--mindspore_health_set``), or ``None`` when there are none; raises ValueError with a one-line reason."""
-    from . import engine
+    from ..health import engine
 
     if not settings and not disabled:
         return None
@@ -74,7 +74,7 @@ def config_from_settings(settings, disabled=()):
 
 
 def run_check(args):
-    from . import engine
+    from ..health import engine
 
     if args.list_rules:
         print(format_rules(engine.describe_rules()))
@@ -85,7 +85,7 @@ def run_check(args):
         config = config_from_settings(args.set, args.disable)
     except ValueError as e:
         return _error(str(e))
-    from ..reading import fs
+    from ..io import fs
 
     logdir = args.logdir
     path = fs.normalize(logdir)     # a local folder or a URL (s3://bucket/prefix; see reading/fs.py)
@@ -105,7 +105,7 @@ def run_check(args):
 
     from . import logdir_check
 
-    from ..reading import safe_view
+    from ..sources import safe_view
 
     problems = safe_view.problems(path)
     for p in problems:  # files left out or read only in part: on stderr, so the JSON on stdout stays as it is
@@ -192,7 +192,7 @@ def format_rules(rules):
 
 
 def main(argv=None):
-    """Standalone entry (``python -m tb_plugin_mindspore.health.cli check ...``)."""
+    """Standalone entry (``python -m tb_plugin_mindspore.commands.check check ...``)."""
     parser = argparse.ArgumentParser(prog=PROG)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import metadata
 from ..contract import interval as interval_contract
-from . import encode, pyramid
+from . import encode
+from ..sources import pyramid
 
 # Interval rows travel as (steps, rows): rows hold contract.interval.FIELDS in that order.
 _COLUMN = {name: i for i, name in enumerate(interval_contract.FIELDS)}

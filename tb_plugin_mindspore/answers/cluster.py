@@ -21,8 +21,11 @@ import numpy as np
 from tensorboard import errors
 
 from .. import metadata
-from . import encode, series_cache
-from .cluster_ranks import _NAN_MEANS_MISSING, SOURCE_RANK_FILES, SOURCE_RANK_FOLDERS, ClusterData  # noqa: F401
+from . import encode
+from ..sources import series_cache
+from ..sources.cluster_ranks import (  # noqa: F401
+    _NAN_MEANS_MISSING, SOURCE_RANK_FILES, SOURCE_RANK_FOLDERS, ClusterData,
+)
 from .layers import ENCODING, MISSING_BITS, merge_columns
 
 DEFAULT_MAX_STEPS = 1000

@@ -24,7 +24,8 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2, types_pb2
 
 from .. import metadata
-from . import fs, ms_files, points, series_store
+from ..io import fs
+from . import ms_files, points, series_store
 
 logger = logging.getLogger(__name__)
 

@@ -66,7 +66,8 @@ from array import array
 
 import numpy as np
 
-from . import fs, ms_files, ms_lineage, ms_proto, series_store
+from ..io import fs, ms_proto
+from . import ms_files, ms_lineage, series_store
 
 logger = logging.getLogger(__name__)
 

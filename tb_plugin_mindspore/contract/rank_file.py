@@ -18,7 +18,7 @@ import struct
 
 import numpy as np
 
-from . import metadata
+from .. import metadata
 
 MAGIC = b"TBMSRANK"
 _LEN = struct.Struct("<I")

@@ -12,7 +12,8 @@ import os
 import shutil
 import tempfile
 
-from . import event_headers, logdir_status
+from ..io import event_headers
+from . import logdir_status
 
 
 def problems(logdir):

@@ -12,7 +12,8 @@ from tensorboard import errors
 
 from .. import metadata
 from ..contract import interval as interval_contract
-from . import encode, histograms, layers, series_cache
+from . import encode, histograms, layers
+from ..sources import series_cache
 
 logger = logging.getLogger(__name__)
 

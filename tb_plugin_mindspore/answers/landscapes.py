@@ -16,7 +16,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
-from . import series_cache
+from ..sources import series_cache
 from ..landscape import format as fmt
 from . import encode
 

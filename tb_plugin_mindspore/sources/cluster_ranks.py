@@ -15,7 +15,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import metadata, rank_file
+from .. import metadata
+from ..contract import rank_file
 
 SOURCE_RANK_FILES = "rank_files"
 SOURCE_RANK_FOLDERS = "rank_folders"
@@ -160,7 +161,7 @@ class _RankFolder(_Rank):
     def reload(self):
         from tensorboard.compat.proto import event_pb2
 
-        from .. import records
+        from ..io import records
 
         stamp = self.stamp()
         if stamp is None or stamp == self._stamp:

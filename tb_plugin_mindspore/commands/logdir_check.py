@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from . import engine, sources
+from ..health import engine, sources
 
 # Below this many runs a pool costs more (starting processes, loading TensorBoard) than it saves.
 MIN_PARALLEL_RUNS = 16

@@ -21,8 +21,9 @@ import dataclasses
 import threading
 import time
 
-from ..reading import encode, series_cache
-from . import engine, sources
+from . import encode
+from ..sources import series_cache
+from ..health import engine, sources
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_PARALLEL = 1
