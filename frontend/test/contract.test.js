@@ -5,9 +5,9 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { stepTicks } from "../src/chart/layerTree.js";
 import { smoothedIsBold, SMOOTH_MIN_POINTS } from "../src/chart/lineChart.js";
-import { axisOf, axisTitle, compareTags, partialHint, ratioMarks, tierInfo } from "../src/contract.js";
-import { EventChannel } from "../src/events.js";
-import { VIEW_KINDS, viewKindOf } from "../src/views/registry.js";
+import { axisOf, axisTitle, compareTags, partialHint, ratioMarks, tierInfo } from "../src/base/contract.js";
+import { EventChannel } from "../src/base/events.js";
+import { VIEW_KINDS, viewKindOf } from "../src/page/registry.js";
 
 const contract = JSON.parse(readFileSync(new URL("./fixtures/contract.json", import.meta.url), "utf8"));
 

@@ -10,8 +10,8 @@ import {
   MAX_POINTS_LIMIT,
   fetchScalars,
   fetchScalarsBatch,
-} from "./api.js";
-import { aggregateSeries } from "./grouping.js";
+} from "./client.js";
+import { aggregateSeries } from "../base/grouping.js";
 
 /**
  * Groups (run, tag) pairs into batch requests whose runs x tags cross product is exactly the pairs asked for:

@@ -1,6 +1,6 @@
 // The empty state: tells the user why there is nothing to draw, from the backend's /status answer.
 
-import { el } from "../dom.js";
+import { el } from "../base/dom.js";
 
 const TITLES = {
   no_logdir: "TensorBoard has no log directory",

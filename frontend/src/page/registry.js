@@ -10,10 +10,10 @@
 // The registry says, per kind of series in the tags listing, which view draws it, where in a section it goes
 // ("panels" above the grid, or the grid) and in which order, in the order the kinds are laid out.
 
-import { compareTags } from "../contract.js";
-import { ChartCard } from "./chartCard.js";
-import { HistogramCard } from "./histogramCard.js";
-import { LayerPanel } from "./layerPanel.js";
+import { compareTags } from "../base/contract.js";
+import { ChartCard } from "../views/sections/scalars/chartCard.js";
+import { HistogramCard } from "../views/sections/distributions/histogramCard.js";
+import { LayerPanel } from "../views/sections/layers/layerPanel.js";
 
 const byName = () => (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 

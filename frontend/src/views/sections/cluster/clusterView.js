@@ -5,13 +5,13 @@
 // the logdir holds a cluster; refreshed with the dashboard. Rank and node names only ever reach the page as text.
 
 import css from "./cluster.css?inline";
-import { decodeBf16Planes, decodeNumber, decodeRows, getJson } from "../api.js";
-import { makeScale, lutCss } from "../chart/colorScale.js";
-import { formatStep, formatValue } from "../chart/format.js";
-import { HeatmapCanvas } from "../chart/heatmap.js";
-import { LineChart } from "../chart/lineChart.js";
-import { el, clear } from "../dom.js";
-import { sectionShell } from "./runInfoView.js";
+import { decodeBf16Planes, decodeNumber, decodeRows, getJson } from "../../../api/client.js";
+import { makeScale, lutCss } from "../../../chart/colorScale.js";
+import { formatStep, formatValue } from "../../../chart/format.js";
+import { HeatmapCanvas } from "../../../chart/heatmap.js";
+import { LineChart } from "../../../chart/lineChart.js";
+import { el, clear } from "../../../base/dom.js";
+import { sectionShell } from "../runInfo/runInfoView.js";
 
 const SETTINGS_KEY = "tb-mindspore.cluster.v1";
 const MAX_HEIGHT = 640;

@@ -3,14 +3,14 @@
 // run side by side; sort by name or mean; search; hover for layer / step / value; a click opens the line chart of
 // that layer (or group). Layer names only ever reach the page as text.
 
-import { fetchLayer, fetchLayers } from "../api.js";
-import { SPECIAL_COLORS, makeScale } from "../chart/colorScale.js";
-import { axisOf, ratioMarks } from "../contract.js";
-import { formatStep, formatValue } from "../chart/format.js";
-import { HeatmapCanvas } from "../chart/heatmap.js";
-import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, visibleRows } from "../chart/layerTree.js";
-import { LineChart } from "../chart/lineChart.js";
-import { el, clear } from "../dom.js";
+import { fetchLayer, fetchLayers } from "../../../api/client.js";
+import { SPECIAL_COLORS, makeScale } from "../../../chart/colorScale.js";
+import { axisOf, ratioMarks } from "../../../base/contract.js";
+import { formatStep, formatValue } from "../../../chart/format.js";
+import { HeatmapCanvas } from "../../../chart/heatmap.js";
+import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, visibleRows } from "../../../chart/layerTree.js";
+import { LineChart } from "../../../chart/lineChart.js";
+import { el, clear } from "../../../base/dom.js";
 
 const LABEL_WIDTH = 260;
 const MAX_HEIGHT = 640;

@@ -1,7 +1,7 @@
 // Client of the run information and media routes ("run_info", "media", "images", "image", "tensors"); relative URLs
 // like every route.
 
-import { buildUrl, getJson } from "./api.js";
+import { buildUrl, getJson } from "./client.js";
 
 function obj(v) {
   return v && typeof v === "object" && !Array.isArray(v) ? v : null;

@@ -3,11 +3,11 @@
 // our run information (MindSpore version, mode, collect_freq, rank). Shown only when a run has some; refreshed with
 // the dashboard.
 
-import css from "./runData.css?inline";
-import { el, clear } from "../dom.js";
-import { fetchRunInfos } from "../runDataApi.js";
-import { hparamRows, lineageSummary, msFileRows, runInfoBasics } from "./runDataModel.js";
-import { MAX_CHART_RUNS } from "./runSelector.js";
+import css from "../../runData.css?inline";
+import { el, clear } from "../../../base/dom.js";
+import { fetchRunInfos } from "../../../api/runData.js";
+import { hparamRows, lineageSummary, msFileRows, runInfoBasics } from "../../runDataModel.js";
+import { MAX_CHART_RUNS } from "../../runSelector.js";
 
 const SETTINGS_KEY = "tb-mindspore.runinfo.v1";
 const SOURCE_LABELS = {

@@ -5,7 +5,7 @@
 // first NaN) are listed under it, folded. Open / closed state (the panel and each run) survives refreshes: the
 // data is replaced, what the user chose is kept.
 
-import { el, clear } from "../dom.js";
+import { el, clear } from "../../../base/dom.js";
 
 const LEVEL_RANK = { error: 0, warn: 1, info: 2 };
 const STATUS_LABEL = { ok: "ok", warn: "warn", error: "error" };

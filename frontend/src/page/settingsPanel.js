@@ -1,9 +1,9 @@
 // Chart settings: x axis (step / relative / wall time), log y, smoothing, interval band, superseded segments of
 // resumed runs.
 
-import { el } from "../dom.js";
+import { el } from "../base/dom.js";
 import { X_AXIS_LABELS } from "../chart/format.js";
-import { X_AXES } from "../settings.js";
+import { X_AXES } from "../base/settings.js";
 
 export class SettingsPanel {
   /** @param {{settings: object, onChange: (changed: string) => void}} options */

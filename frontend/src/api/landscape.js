@@ -1,6 +1,6 @@
 // Client of the landscape routes ("landscapes" listing, "landscape" data); relative URLs like every route.
 
-import { decodeNumber, getJson } from "./api.js";
+import { decodeNumber, getJson } from "./client.js";
 
 function numbers(list) {
   return Array.isArray(list) ? Float64Array.from(list, decodeNumber) : new Float64Array(0);

@@ -3,7 +3,7 @@
 // status route lists where (run, file, byte offset, reason). Shown only when there is something to say; the list
 // opens on demand and stays open across refreshes.
 
-import { el, clear } from "../dom.js";
+import { el, clear } from "../base/dom.js";
 
 /** "1 unreadable input left out" / "3 unreadable inputs left out". */
 export function warningsTitle(n) {

@@ -2,11 +2,11 @@
 // CSV / JSON download, notes (downsampled, non-finite values). Data is fetched by the dashboard's store; the card
 // only asks for it when it is first scrolled into view.
 
-import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
-import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
-import { fetchScalars, pointsForWidth } from "../api.js";
-import { axisOf, referenceOf } from "../contract.js";
-import { el, clear } from "../dom.js";
+import { LineChart, SMOOTH_MIN_POINTS } from "../../../chart/lineChart.js";
+import { downloadName, saveText, seriesToCsv, seriesToJson } from "../../../chart/download.js";
+import { fetchScalars, pointsForWidth } from "../../../api/client.js";
+import { axisOf, referenceOf } from "../../../base/contract.js";
+import { el, clear } from "../../../base/dom.js";
 
 export class ChartCard {
   /**

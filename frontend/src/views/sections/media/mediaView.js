@@ -2,10 +2,10 @@
 // TensorSummary tensors (statistics and values), per run and tag, each with a step slider. A run selector picks the
 // run. Shown only when some run has images or tensors; refreshed with the dashboard.
 
-import { el, clear } from "../dom.js";
-import { fetchImages, fetchMedia, fetchTensors, imageUrl } from "../runDataApi.js";
-import { formatValue, tensorLayout, tensorStatsText } from "./runDataModel.js";
-import { injectRunDataStyles, sectionShell } from "./runInfoView.js";
+import { el, clear } from "../../../base/dom.js";
+import { fetchImages, fetchMedia, fetchTensors, imageUrl } from "../../../api/runData.js";
+import { formatValue, tensorLayout, tensorStatsText } from "../../runDataModel.js";
+import { injectRunDataStyles, sectionShell } from "../runInfo/runInfoView.js";
 
 const SETTINGS_KEY = "tb-mindspore.media.v1";
 const RUN_KEY = "tb-mindspore.media.run.v1";

@@ -1,6 +1,6 @@
 // Pure helpers of the landscape view: grouping the listing by tag, the one-line description of a landscape.
 
-import { formatNumber } from "../chart/landscapeMath.js";
+import { formatNumber } from "../../../chart/landscapeMath.js";
 
 /** Landscapes of one run grouped by tag: [{tag, title, method, source, dims, entries: [entry by step]}]. */
 export function groupByTag(entries) {

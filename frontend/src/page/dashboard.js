@@ -2,19 +2,19 @@
 // Other) with one chart card per tag on the right, or the empty state when there is nothing to draw.
 // refresh() re-reads status, runs and tags and updates cards in place (zoom, selection and scroll survive).
 
-import { fetchContract, fetchHealth, fetchRuns, fetchStatus, fetchTags } from "../api.js";
-import { RunColors } from "../colors.js";
-import { partialHint, tierInfo } from "../contract.js";
-import { el, clear } from "../dom.js";
-import { EventChannel } from "../events.js";
-import { connectToHost } from "../host.js";
-import { loadSettings, saveSettings } from "../settings.js";
-import { SeriesStore } from "../store.js";
-import { followTheme } from "../theme.js";
+import { fetchContract, fetchHealth, fetchRuns, fetchStatus, fetchTags } from "../api/client.js";
+import { RunColors } from "../base/colors.js";
+import { partialHint, tierInfo } from "../base/contract.js";
+import { el, clear } from "../base/dom.js";
+import { EventChannel } from "../base/events.js";
+import { connectToHost } from "../base/host.js";
+import { loadSettings, saveSettings } from "../base/settings.js";
+import { SeriesStore } from "../api/store.js";
+import { followTheme } from "../base/theme.js";
 import { renderEmptyState } from "./emptyState.js";
-import { HealthPanel } from "./healthPanel.js";
+import { HealthPanel } from "../views/sections/health/healthPanel.js";
 import { VIEW_KINDS, viewKey, viewKindOf } from "./registry.js";
-import { RunSelector } from "./runSelector.js";
+import { RunSelector } from "../views/runSelector.js";
 import { SettingsPanel } from "./settingsPanel.js";
 import { WarningsBanner } from "./warningsBanner.js";
 

@@ -3,10 +3,10 @@
 // second run side by side. Shown only when some run has a landscape; refreshed with the dashboard.
 
 import landscapeCss from "./landscape.css?inline";
-import { el, clear } from "../dom.js";
-import { ContourChart, ProfileChart } from "../chart/contour.js";
-import { Surface3D } from "../chart/surface3d.js";
-import { fetchLandscape, fetchLandscapes } from "../landscapeApi.js";
+import { el, clear } from "../../../base/dom.js";
+import { ContourChart, ProfileChart } from "../../../chart/contour.js";
+import { Surface3D } from "../../../chart/surface3d.js";
+import { fetchLandscape, fetchLandscapes } from "../../../api/landscape.js";
 import { describe, drawnMarkers, groupByTag } from "./landscapeModel.js";
 
 const SETTINGS_KEY = "tb-mindspore.landscape.v1";

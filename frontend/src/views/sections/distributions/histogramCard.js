@@ -1,9 +1,9 @@
 // One distribution card: the quantile bands over time of a histogram series (weights, activations) for every visible
 // run that has it. Fetched when first scrolled into view, like the chart cards.
 
-import { fetchHistograms } from "../api.js";
-import { BandsChart } from "../chart/bandsChart.js";
-import { el } from "../dom.js";
+import { fetchHistograms } from "../../../api/client.js";
+import { BandsChart } from "../../../chart/bandsChart.js";
+import { el } from "../../../base/dom.js";
 
 export class HistogramCard {
   constructor({ tag, displayName, tier }) {
