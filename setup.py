@@ -68,7 +68,10 @@ setup(
         "tb_plugin_mindspore.commands",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
+        "tb_mindspore_callbacks.common",
+        "tb_mindspore_callbacks.cells",
         "tb_mindspore_callbacks.recorders",
+        "tb_mindspore_callbacks.landscape",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},

@@ -146,7 +146,7 @@ def browser_times(base, repeat):
 def hook_cost(steps=20000, collect_freq=10):
     """Microseconds per training step spent in RankStatsRecorder's hooks (on_step every step, on_interval every
     ``collect_freq`` steps: memory read, one row queued), on this thread."""
-    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStatsRecorder
     from tb_mindspore_callbacks.recorders.base import StepRecord
 
     class Settings:
@@ -181,7 +181,7 @@ def training_ratio(reps, steps, warm_steps=3, seed=0):
     import tb_mindspore_callbacks.monitor as monitor_module
     from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model, synthetic_dataset
-    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStatsRecorder
 
     with_stats = monitor_module.default_recorders
 

@@ -359,7 +359,7 @@ def main(argv=None):
     # so that a new monitor for the same network does not compile them again. This script holds up to 16 models in
     # one process: with the default size, a timed run would compile its debug cells again (a one-off of about half
     # a second that a real run pays once, reported as core/compile_ms) and the debug tier would be charged for it.
-    from tb_mindspore_callbacks import layers as _layers
+    from tb_mindspore_callbacks.cells import layers as _layers
 
     _layers._CACHE_SIZE = 64
     model_config = None

@@ -18,8 +18,8 @@ the demo). They may import ``tb_plugin_mindspore``'s ``io``, ``contract``, ``lan
 from .loop import LoopMonitor
 from .monitor import DEBUG_ITEMS, TrainMonitor
 from .recorders import Recorder, StepRecord
-from .run_dir import make_run_dir, run_dir_name
-from .train_cell import MonitoredLossScaleCell, MonitoredTrainCell
+from .common.run_dir import make_run_dir, run_dir_name
+from .cells.train_cell import MonitoredLossScaleCell, MonitoredTrainCell
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "TrainMonitor", "LoopMonitor", "DEBUG_ITEMS",
            "Recorder", "StepRecord", "make_run_dir", "run_dir_name", "run_demo"]
@@ -32,7 +32,7 @@ __all__ += ["LandscapeCallback", "LandscapeInterrupted", "compute_landscape", "i
             "landscape_from_checkpoint"]
 
 # Sharpness (top Hessian eigenvalue, trace, edge-of-stability line), see sharpness.py.
-from .sharpness import SharpnessCallback, SharpnessProbe  # noqa: E402
+from .landscape.sharpness import SharpnessCallback, SharpnessProbe  # noqa: E402
 __all__ += ["SharpnessCallback", "SharpnessProbe"]
 
 

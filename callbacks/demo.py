@@ -28,10 +28,10 @@ import mindspore.dataset as ds
 from mindspore.nn.learning_rate_schedule import LearningRateSchedule
 from mindspore.train import Callback, Model
 
-from .landscape_run import LandscapeInterrupted
+from .landscape.run import LandscapeInterrupted
 from .monitor import TrainMonitor
-from .run_dir import make_run_dir
-from .train_cell import MonitoredTrainCell
+from .common.run_dir import make_run_dir
+from .cells.train_cell import MonitoredTrainCell
 
 __all__ = ["run_demo", "run_full_demo", "summary_collector_run", "build_model", "synthetic_dataset", "WarmupCosineLR",
            "DEMO_CONFIG", "DEMO_SMALL", "DEFAULT_STEPS", "DemoInterrupted"]

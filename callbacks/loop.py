@@ -24,10 +24,10 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .live_health import UpdateGuard, guard_settings
+from .recorders.live_health import UpdateGuard, guard_settings
 from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
 from .monitor import _check_recorders
-from .train_cell import global_norm, norm_plan
+from .cells.train_cell import global_norm, norm_plan
 
 __all__ = ["LoopMonitor"]
 

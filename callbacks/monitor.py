@@ -5,11 +5,11 @@ from mindspore.train import Callback
 
 from tb_plugin_mindspore import metadata
 
-from ._util import cb_get, find_cell, find_optimizer, logger
-from .layers import DEFAULT_MAX_LAYERS
+from .common.util import cb_get, find_cell, find_optimizer, logger
+from .cells.layers import DEFAULT_MAX_LAYERS
 from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, default_recorders
 from .recorders.settings import DEBUG_ITEMS
-from .train_cell import MonitoredTrainCell
+from .cells.train_cell import MonitoredTrainCell
 
 __all__ = ["TrainMonitor", "DEBUG_ITEMS"]
 

@@ -12,7 +12,7 @@ the probe returns, and the probe never runs inside a training step.
 
 import weakref
 
-from ._util import logger
+from ..common.util import logger
 
 __all__ = ["ActivationProbe"]
 

@@ -91,7 +91,7 @@ def host_learning_rates(optimizer):
     import mindspore as ms
     from mindspore import Parameter, Tensor, nn
 
-    from .train_cell import lr_groups
+    from ..cells.train_cell import lr_groups
 
     step = int(np.asarray(optimizer.global_step.asnumpy()).reshape(-1)[0]) - 1
     step = max(step, 0)

@@ -21,10 +21,10 @@ from tb_plugin_mindspore.landscape import directions as dirs
 from tb_plugin_mindspore.landscape.trajectory import Trajectory
 from tb_plugin_mindspore.writing.writer import SummaryWriter
 
-from .landscape_compute import LandscapeJob, compute_landscape, interpolate, landscape_from_checkpoint
-from .landscape_eval import EvalData, LossEvaluator, check_eval_data, resolve_loss_network
-from .landscape_run import LandscapeInterrupted, LandscapeResult
-from .landscape_settings import METHODS, TAG_PREFIX, LandscapeSettings
+from .compute import LandscapeJob, compute_landscape, interpolate, landscape_from_checkpoint
+from .evaluation import EvalData, LossEvaluator, check_eval_data, resolve_loss_network
+from .run import LandscapeInterrupted, LandscapeResult
+from .settings import METHODS, TAG_PREFIX, LandscapeSettings
 
 __all__ = [
     "LandscapeCallback", "LandscapeInterrupted", "LandscapeResult", "LandscapeSettings", "LandscapeJob", "EvalData",

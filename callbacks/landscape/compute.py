@@ -13,7 +13,7 @@ subset (see ``landscape_eval``):
 
 Entry points: :func:`compute_landscape` (any loss network, now), :func:`interpolate` and
 :func:`landscape_from_checkpoint` (on demand from saved checkpoints). How it is computed is one validated
-:class:`~tb_mindspore_callbacks.landscape_settings.LandscapeSettings`; what and where to (method, step, trajectory,
+:class:`~tb_mindspore_callbacks.landscape.settings.LandscapeSettings`; what and where to (method, step, trajectory,
 end points) is a :class:`LandscapeJob`.
 """
 
@@ -30,9 +30,9 @@ from tb_plugin_mindspore.landscape import format as fmt
 from tb_plugin_mindspore.landscape import grid as gridlib
 from tb_plugin_mindspore.landscape.trajectory import Trajectory
 
-from .landscape_eval import EvalData, LossEvaluator, resolve_loss_network
-from .landscape_run import Interrupts, LandscapeInterrupted, LandscapeResult, Progress, write_record
-from .landscape_settings import METHODS, TAG_PREFIX, LandscapeSettings
+from .evaluation import EvalData, LossEvaluator, resolve_loss_network
+from .run import Interrupts, LandscapeInterrupted, LandscapeResult, Progress, write_record
+from .settings import METHODS, TAG_PREFIX, LandscapeSettings
 
 __all__ = ["compute_landscape", "interpolate", "landscape_from_checkpoint", "LandscapeJob", "evaluate_points"]
 
@@ -190,7 +190,7 @@ def compute_landscape(loss_network=None, eval_data=None, method="random", *, net
 
     Args:
       loss_network: a cell ``(*batch columns) -> mean loss`` (or give ``network`` and ``loss_fn``).
-      eval_data: the evaluation subset (see :class:`~tb_mindspore_callbacks.landscape_eval.EvalData`).
+      eval_data: the evaluation subset (see :class:`~tb_mindspore_callbacks.landscape.evaluation.EvalData`).
       method: ``"random"``, ``"pca"`` or ``"interpolation"``.
       trajectory: for PCA, a :class:`~tb_plugin_mindspore.landscape.Trajectory`, or ``(steps, snapshots)`` with
         snapshots ``(n, D)`` flat vectors (parameters in ``trainable_params()`` order), or a list of parameter sets
@@ -200,7 +200,7 @@ def compute_landscape(loss_network=None, eval_data=None, method="random", *, net
       tag, step, unit, step_per_epoch: where it is written (default tag ``landscape/<method>``).
       share: ``(rank, workers)``: evaluate only the points ``k % workers == rank`` (the others stay NaN); see
         ``landscape_dist`` for splitting a landscape across ``msrun`` workers.
-      settings / options: a :class:`~tb_mindspore_callbacks.landscape_settings.LandscapeSettings`, and / or its
+      settings / options: a :class:`~tb_mindspore_callbacks.landscape.settings.LandscapeSettings`, and / or its
         fields as keywords (grid, extent, seed, norm, bias_bn, alphas, num_samples, num_batches, eval_batch_size,
         log, progress, estimate, on_point); ``extent`` of a PCA landscape is its ``pca_extent``.
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from tb_plugin_mindspore.landscape import format as fmt
 
-from .landscape_compute import compute_landscape
-from .landscape_run import write_record
-from .landscape_settings import TAG_PREFIX
+from .compute import compute_landscape
+from .run import write_record
+from .settings import TAG_PREFIX
 
 __all__ = ["compute_landscape_distributed", "msrun_share"]
 

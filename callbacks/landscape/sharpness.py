@@ -41,8 +41,8 @@ from tb_plugin_mindspore.landscape import hessian
 from tb_plugin_mindspore.landscape.format import profile_record
 from tb_plugin_mindspore.writing.writer import SummaryWriter
 
-from ._util import cb_get, find_optimizer, host_learning_rates, logger
-from .landscape_eval import EvalData, LossEvaluator, check_eval_data, resolve_loss_network
+from ..common.util import cb_get, find_optimizer, host_learning_rates, logger
+from .evaluation import EvalData, LossEvaluator, check_eval_data, resolve_loss_network
 
 __all__ = ["SharpnessCallback", "SharpnessProbe", "SharpnessResult", "optimizer_reference", "HVP_MODES",
            "PROFILE_TAG"]

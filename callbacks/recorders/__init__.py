@@ -36,7 +36,7 @@ from .activations import ActivationRecorder  # noqa: E402
 
 def default_recorders(settings, extra=()):
     """The recorders of a run with these settings, in order (a new list of new recorders each call)."""
-    from ..rank_stats import RankStatsRecorder
+    from .rank_stats import RankStatsRecorder
 
     out = [CoreRecorder(), RankStatsRecorder()]
     if settings.weight_norms:
@@ -54,7 +54,7 @@ def default_recorders(settings, extra=()):
     if settings.live_health is not None:
         out.append(LiveHealthRecorder())
     if settings.flight_recorder:
-        from ..flight_recorder import FlightRecorder
+        from .flight_recorder import FlightRecorder
         out.append(FlightRecorder(settings.flight_recorder))
     out.extend(extra)
     out.append(RunInfoRecorder())

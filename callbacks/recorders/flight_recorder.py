@@ -22,11 +22,11 @@ import numpy as np
 
 from tb_plugin_mindspore import metadata
 
-from ._util import logger
+from ..common.util import logger
 from .flight_origin import MIN_HISTORY, SPIKE_FACTOR, find_origin, ring_rows
-from .layers import Snapshot, UpdateRatio, cached
-from .recorders.base import Recorder
-from .train_cell import MonitoredLossScaleCell
+from ..cells.layers import Snapshot, UpdateRatio, cached
+from .base import Recorder
+from ..cells.train_cell import MonitoredLossScaleCell
 
 __all__ = ["FlightRecorder", "DEFAULT_STEPS", "DEFAULT_DEBUG_STEPS", "Window", "parse_flight_steps"]
 

@@ -3,7 +3,7 @@ training step by the step source's cell (asked for at start, before the first co
 
 from tb_plugin_mindspore import metadata
 
-from .._util import logger
+from ..common.util import logger
 from .base import Recorder
 
 __all__ = ["LayerGradRecorder"]

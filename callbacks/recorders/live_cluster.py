@@ -16,7 +16,7 @@ import re
 import threading
 import types
 
-from ._util import logger
+from ..common.util import logger
 
 __all__ = ["LiveClusterWatch", "CHECK_SECS", "RULES"]
 

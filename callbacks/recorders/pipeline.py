@@ -19,8 +19,8 @@ import weakref
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
-from .._util import detect_rank, logger
-from ..live_health import guard_settings
+from ..common.util import detect_rank, logger
+from .live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
 
 __all__ = ["Pipeline"]

@@ -27,8 +27,8 @@ from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.contract import rank_file
 from tb_plugin_mindspore.io import fs
 
-from ._util import logger
-from .recorders.base import Recorder
+from ..common.util import logger
+from .base import Recorder
 
 __all__ = ["RankStats", "RankStatsRecorder", "MemoryProbe", "LiveMemoryWatch", "rank_file_path"]
 
@@ -425,7 +425,7 @@ class RankStatsRecorder(Recorder):
         w = self.ctx.writer
         if w is None:
             return
-        from .recorders.events import json_value
+        from .events import json_value
 
         event = metadata.health_event(rule, severity, step, first_step=first_step, message=message, advice=advice,
                                       source="live")

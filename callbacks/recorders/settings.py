@@ -8,7 +8,7 @@ import math
 import os
 import re
 
-from ..layers import DEFAULT_MAX_LAYERS, LayerSelection
+from ..cells.layers import DEFAULT_MAX_LAYERS, LayerSelection
 
 __all__ = ["MonitorSettings", "DEBUG_ITEMS", "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS", "check_int"]
 
@@ -177,5 +177,5 @@ class MonitorSettings:
         self.eval_model = eval_model
         self.hparams = dict(hparams) if hparams else None
         self.registry = registry
-        from ..flight_recorder import parse_flight_steps
+        from .flight_recorder import parse_flight_steps
         self.flight_recorder = parse_flight_steps(flight_recorder)

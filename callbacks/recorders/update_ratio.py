@@ -15,7 +15,7 @@ class UpdateRatioRecorder(Recorder):
     wants_step_begin = True
 
     def on_start(self, ctx):
-        from ..layers import Snapshot, UpdateRatio, cached
+        from ..cells.layers import Snapshot, UpdateRatio, cached
 
         self.ctx = ctx
         self.pending = False

@@ -14,7 +14,7 @@ __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
 def all_weight_norms(ctx):
     """L2 norm of every parameter of the optimizer (float64 numpy), one compiled computation; None without one."""
-    from ..layers import WeightNorms, cached
+    from ..cells.layers import WeightNorms, cached
 
     opt = ctx.optimizer
     if opt is None:
@@ -33,7 +33,7 @@ class WeightNormRecorder(Recorder):
     def on_start(self, ctx):
         self.ctx = ctx
         if ctx.optimizer is not None and list(ctx.optimizer.parameters):
-            from ..layers import WeightNorms, cached
+            from ..cells.layers import WeightNorms, cached
 
             cached(WeightNorms, list(ctx.optimizer.parameters))    # built now, compiled at its first point
 

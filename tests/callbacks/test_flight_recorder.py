@@ -18,8 +18,8 @@ from mindspore.train import Callback, Model
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing.writer import SummaryWriter
 from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor
-from tb_mindspore_callbacks.flight_origin import ring_rows
-from tb_mindspore_callbacks.flight_recorder import FlightRecorder, parse_flight_steps
+from tb_mindspore_callbacks.recorders.flight_origin import ring_rows
+from tb_mindspore_callbacks.recorders.flight_recorder import FlightRecorder, parse_flight_steps
 
 K, N, COLLECT = 6, 4, 5
 

@@ -86,7 +86,7 @@ def test_loop_monitor_writes_rows_with_the_data_wait(tmp_path):
 
 
 def test_live_memory_watch_reports_a_leak_once():
-    from tb_mindspore_callbacks.rank_stats import LiveMemoryWatch
+    from tb_mindspore_callbacks.recorders.rank_stats import LiveMemoryWatch
 
     watch = LiveMemoryWatch()
     found = []
