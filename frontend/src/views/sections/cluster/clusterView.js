@@ -11,7 +11,7 @@ import { formatStep, formatValue } from "../../../chart/format.js";
 import { HeatmapCanvas } from "../../../chart/heatmap.js";
 import { LineChart } from "../../../chart/lineChart.js";
 import { el, clear } from "../../../base/dom.js";
-import { sectionShell } from "../runInfo/runInfoView.js";
+import { sectionShell } from "../../sectionShell.js";
 
 const SETTINGS_KEY = "tb-mindspore.cluster.v1";
 const MAX_HEIGHT = 640;

@@ -5,7 +5,7 @@
 import { el, clear } from "../../../base/dom.js";
 import { fetchImages, fetchMedia, fetchTensors, imageUrl } from "../../../api/runData.js";
 import { formatValue, tensorLayout, tensorStatsText } from "../../runDataModel.js";
-import { injectRunDataStyles, sectionShell } from "../runInfo/runInfoView.js";
+import { injectRunDataStyles, sectionShell } from "../../sectionShell.js";
 
 const SETTINGS_KEY = "tb-mindspore.media.v1";
 const RUN_KEY = "tb-mindspore.media.run.v1";
