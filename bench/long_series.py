@@ -201,7 +201,7 @@ def builder_cpu_ms(long_dir, windows, reps):
     """CPU milliseconds (``time.process_time``: what the answer costs, not how busy the machine is) of building,
     encoding and compressing each window's answer in this process, from the plugin's own read of the run."""
     from tb_plugin_mindspore.answers import encode, scalar_answer
-    from tb_plugin_mindspore.sources import event_series
+    from tb_plugin_mindspore.sources import event_series, timeline
 
     events = event_series.EventSeries(long_dir)
     events.want("run")
@@ -209,13 +209,13 @@ def builder_cpu_ms(long_dir, windows, reps):
         pass
     steps, walls, values, pyr = events.series("run", TAG).final()
     isteps, _, rows, _ = events.interval("run", TAG).final()
-    series = scalar_answer.Timeline(steps, walls, values, pyr)
+    series = scalar_answer.Timeline(steps, walls, values, pyr, band=timeline.band_of_rows(isteps, rows))
     out = {}
     for f, (lo, hi) in windows:
         times = []
         for rep in range(reps):
             t0 = time.process_time()
-            body = scalar_answer.body("run", TAG, series, (isteps, rows), 5 * WIDTH + 2,
+            body = scalar_answer.body("run", TAG, series, 5 * WIDTH + 2,
                                       scalar_answer.Window(lo + 7 * rep, hi + 7 * rep, WIDTH))
             encode.Gzipped(encode.dumps(body))
             times.append((time.process_time() - t0) * 1000)

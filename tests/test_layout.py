@@ -42,155 +42,6 @@ LAYERS.update({
 # Rungs of the server side the training side must never use (it runs inside training, not in TensorBoard).
 NOT_FOR_TRAINING = ("answers", "server", "commands")
 LAZY = re.compile(r"#\s*lazy:\s*\S")
-# Imports against the ladder that the move itself did not remove; each goes when its module is fixed, and the lists
-# must end empty. A new entry is not allowed: fix the import instead.
-KNOWN_WRONG = {
-    ("tb_mindspore_callbacks.common.util", "tb_mindspore_callbacks.cells.train_cell"),
-    ("tb_plugin_mindspore.cli", "tb_mindspore_callbacks.demo"),
-    ("tb_plugin_mindspore.contract.interval", "tb_plugin_mindspore.answers.encode"),
-    ("tb_plugin_mindspore.health.rules.cluster", "tb_plugin_mindspore.answers.cluster"),
-    ("tb_plugin_mindspore.health.sources", "tb_plugin_mindspore.answers.runs"),
-    ("tb_plugin_mindspore.loader", "tb_plugin_mindspore.commands.check"),
-    ("tb_plugin_mindspore.server.plugin", "tb_plugin_mindspore.commands.check"),
-}
-KNOWN_LAZY = {
-    ('tb_mindspore_callbacks',
-     'tb_mindspore_callbacks.demo'),
-    ('tb_mindspore_callbacks.common.util',
-     'tb_mindspore_callbacks.cells.train_cell'),
-    ('tb_mindspore_callbacks.demo',
-     'tb_mindspore_callbacks.landscape'),
-    ('tb_mindspore_callbacks.monitor',
-     'tb_mindspore_callbacks.recorders'),
-    ('tb_mindspore_callbacks.recorders',
-     'tb_mindspore_callbacks.recorders.flight_recorder'),
-    ('tb_mindspore_callbacks.recorders',
-     'tb_mindspore_callbacks.recorders.rank_stats'),
-    ('tb_mindspore_callbacks.recorders.live_cluster',
-     'tb_plugin_mindspore.health.rules'),
-    ('tb_mindspore_callbacks.recorders.live_cluster',
-     'tb_plugin_mindspore.health.rules.base'),
-    ('tb_mindspore_callbacks.recorders.live_health',
-     'tb_plugin_mindspore.health.rules'),
-    ('tb_mindspore_callbacks.recorders.live_health',
-     'tb_plugin_mindspore.health.rules.base'),
-    ('tb_mindspore_callbacks.recorders.pipeline',
-     'tb_mindspore_callbacks.recorders.events'),
-    ('tb_mindspore_callbacks.recorders.rank_stats',
-     'tb_mindspore_callbacks.recorders.events'),
-    ('tb_mindspore_callbacks.recorders.rank_stats',
-     'tb_mindspore_callbacks.recorders.live_cluster'),
-    ('tb_mindspore_callbacks.recorders.rank_stats',
-     'tb_plugin_mindspore.health.cluster_signals'),
-    ('tb_mindspore_callbacks.recorders.run_info',
-     'tb_mindspore_callbacks.cells.train_cell'),
-    ('tb_mindspore_callbacks.recorders.settings',
-     'tb_mindspore_callbacks.recorders.flight_recorder'),
-    ('tb_mindspore_callbacks.recorders.settings',
-     'tb_plugin_mindspore.writing.writer'),
-    ('tb_mindspore_callbacks.recorders.update_ratio',
-     'tb_mindspore_callbacks.cells.layers'),
-    ('tb_mindspore_callbacks.recorders.weight_norms',
-     'tb_mindspore_callbacks.cells.layers'),
-    ('tb_plugin_mindspore.answers.downsample',
-     'tb_plugin_mindspore.contract.interval'),
-    ('tb_plugin_mindspore.answers.page_contract',
-     'tb_plugin_mindspore.health.rules'),
-    ('tb_plugin_mindspore.answers.problems',
-     'tb_plugin_mindspore.sources.series_cache'),
-    ('tb_plugin_mindspore.cli',
-     'tb_mindspore_callbacks.demo'),
-    ('tb_plugin_mindspore.cli',
-     'tb_plugin_mindspore.commands.check'),
-    ('tb_plugin_mindspore.cli',
-     'tb_plugin_mindspore.commands.convert'),
-    ('tb_plugin_mindspore.cli',
-     'tb_plugin_mindspore.commands.doctor'),
-    ('tb_plugin_mindspore.cli',
-     'tb_plugin_mindspore.commands.report'),
-    ('tb_plugin_mindspore.commands.check',
-     'tb_plugin_mindspore.commands.logdir_check'),
-    ('tb_plugin_mindspore.commands.check',
-     'tb_plugin_mindspore.health.engine'),
-    ('tb_plugin_mindspore.commands.check',
-     'tb_plugin_mindspore.io.fs'),
-    ('tb_plugin_mindspore.commands.check',
-     'tb_plugin_mindspore.sources.safe_view'),
-    ('tb_plugin_mindspore.commands.convert',
-     'tb_plugin_mindspore.landscape.format'),
-    ('tb_plugin_mindspore.commands.convert',
-     'tb_plugin_mindspore.writing.summary'),
-    ('tb_plugin_mindspore.commands.doctor',
-     'tb_plugin_mindspore.io.fs'),
-    ('tb_plugin_mindspore.commands.doctor',
-     'tb_plugin_mindspore.sources.ms_logdir'),
-    ('tb_plugin_mindspore.commands.report',
-     'tb_plugin_mindspore'),
-    ('tb_plugin_mindspore.commands.report',
-     'tb_plugin_mindspore.health.sources'),
-    ('tb_plugin_mindspore.commands.report',
-     'tb_plugin_mindspore.server.plugin'),
-    ('tb_plugin_mindspore.commands.report',
-     'tb_plugin_mindspore.sources.logdir_status'),
-    ('tb_plugin_mindspore.commands.report',
-     'tb_plugin_mindspore.sources.safe_view'),
-    ('tb_plugin_mindspore.contract.health_event',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.contract.interval',
-     'tb_plugin_mindspore.answers.encode'),
-    ('tb_plugin_mindspore.contract.interval',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.contract.landscape',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.contract.layers',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.contract.run_end',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.contract.run_info',
-     'tb_plugin_mindspore.contract._tensors'),
-    ('tb_plugin_mindspore.health',
-     'tb_plugin_mindspore.health.sources'),
-    ('tb_plugin_mindspore.health.causes',
-     'tb_plugin_mindspore.health.rules.live'),
-    ('tb_plugin_mindspore.health.causes',
-     'tb_plugin_mindspore.health.series'),
-    ('tb_plugin_mindspore.health.rules.cluster',
-     'tb_plugin_mindspore.answers.cluster'),
-    ('tb_plugin_mindspore.health.rules.common',
-     'tb_plugin_mindspore.metadata'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.answers.runs'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.sources.ms_logdir'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.sources.ms_provider'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.sources.points'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.sources.safe_view'),
-    ('tb_plugin_mindspore.health.sources',
-     'tb_plugin_mindspore.sources.series_cache'),
-    ('tb_plugin_mindspore.loader',
-     'tb_plugin_mindspore.commands.check'),
-    ('tb_plugin_mindspore.loader',
-     'tb_plugin_mindspore.server.plugin'),
-    ('tb_plugin_mindspore.metadata',
-     'tb_plugin_mindspore.contract.vocabulary'),
-    ('tb_plugin_mindspore.server.plugin',
-     'tb_plugin_mindspore.answers.cluster'),
-    ('tb_plugin_mindspore.server.plugin',
-     'tb_plugin_mindspore.answers.landscapes'),
-    ('tb_plugin_mindspore.server.plugin',
-     'tb_plugin_mindspore.answers.media'),
-    ('tb_plugin_mindspore.server.plugin',
-     'tb_plugin_mindspore.answers.problems'),
-    ('tb_plugin_mindspore.server.plugin',
-     'tb_plugin_mindspore.answers.run_info'),
-    ('tb_plugin_mindspore.sources.cluster_ranks',
-     'tb_plugin_mindspore.io.records'),
-    ('tb_plugin_mindspore.sources.logdir_status',
-     'tb_plugin_mindspore.sources.ms_logdir'),
-}
 
 
 def modules():
@@ -236,6 +87,22 @@ def _target(mod, is_pkg, node, alias):
     return name or None
 
 
+def _marked(lines, node):
+    """Whether ``# lazy: <why>`` stands on the import's lines or on a comment above the block of imports (and
+    blank lines) it belongs to."""
+    if LAZY.search(" ".join(lines[node.lineno - 1:node.end_lineno])):
+        return True
+    i = node.lineno - 2
+    while i >= 0:
+        text = lines[i].strip()
+        if LAZY.search(text):
+            return True
+        if text and not text.startswith(("#", "from ", "import ", ")")) and not text.endswith(("(", ",")):
+            return False
+        i -= 1
+    return False
+
+
 def imports():
     """``[(importer, imported, line, lazy, marked)]``: every import of one project module by another; ``lazy`` when it
     sits inside a function, ``marked`` when its line (or the one above) says ``# lazy: <why>``."""
@@ -251,8 +118,7 @@ def imports():
                     for alias in child.names:
                         target = _target(mod, is_pkg, child, alias)
                         if target and target != mod:
-                            around = " ".join(lines[max(0, child.lineno - 2):child.end_lineno])
-                            out.append((mod, target, child.lineno, in_function, bool(LAZY.search(around))))
+                            out.append((mod, target, child.lineno, in_function, _marked(lines, child)))
                 walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
         walk(ast.parse(text), False)
@@ -270,7 +136,7 @@ def test_every_import_goes_down_the_ladder():
     wrong = []
     for importer, imported, line, _, marked in IMPORTS:
         (rank_a, folder_a), (rank_b, folder_b) = layer_of(importer), layer_of(imported)
-        if folder_a == folder_b or (importer, imported) in KNOWN_WRONG:
+        if folder_a == folder_b:
             continue
         training = importer.startswith("tb_mindspore_callbacks")
         if imported.startswith("tb_mindspore_callbacks") and not training:
@@ -293,7 +159,7 @@ def test_no_import_inside_a_function_without_its_reason():
     """An import inside a function hides a dependency (and often a cycle); one is kept only for start-up cost and
     says so: ``# lazy: <why>`` on its line or the line above."""
     hidden = ["%s imports %s inside a function" % (_where(a, line), b) for a, b, line, lazy, marked in IMPORTS
-              if lazy and not marked and (a, b) not in KNOWN_LAZY]
+              if lazy and not marked]
     assert not hidden, "imports inside functions without '# lazy: <why>':\n" + "\n".join(hidden)
 
 
@@ -326,22 +192,26 @@ def _cycle(edges):
 
 
 def _package_of(mod):
+    """The package a module is in; the server side's root modules (``metadata``, ``loader``, ``cli``) count as part
+    of their layer."""
     path, is_pkg = MODULES[mod]
-    return mod if is_pkg else mod.rpartition(".")[0]
+    package = mod if is_pkg else mod.rpartition(".")[0]
+    if package == "tb_plugin_mindspore" and mod != package:
+        return "tb_plugin_mindspore." + layer_of(mod)[1]
+    return package
 
 
 def test_no_cycles_between_modules():
     """Every import counts here, the lazy ones too: a cycle held open by a function-level import is still one.
     A package's ``__init__`` importing its own submodules is the package, not a cycle."""
-    edges = [(a, b) for a, b, _, lazy, _ in IMPORTS if not (lazy and (a, b) in KNOWN_LAZY)
+    edges = [(a, b) for a, b, *_ in IMPORTS
              if not (MODULES[b][1] and a.startswith(b + "."))]   # a submodule importing its own package's names
     cycle = _cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 def test_no_cycles_between_packages():
-    edges = {(_package_of(a), _package_of(b)) for a, b, _, lazy, _ in IMPORTS
-             if not (lazy and (a, b) in KNOWN_LAZY)}
+    edges = {(_package_of(a), _package_of(b)) for a, b, *_ in IMPORTS}
     edges = {(a, b) for a, b in edges if a != b and not a.startswith(b + ".") and not b.startswith(a + ".")}
     cycle = _cycle(edges)
     assert cycle is None, "package cycle: " + " -> ".join(cycle)

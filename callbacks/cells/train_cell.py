@@ -23,6 +23,7 @@ import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
 from mindspore.ops import composite as C
 
+from ..common.util import lr_groups
 from .flight_ring import read_ring, ring_parameters, ring_write
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS"]
@@ -227,20 +228,6 @@ def guard_update(guard, grad_norm, count_before, factor, warmup):
         ops.select(ops.logical_and(bad, guard[3] < 0.5), count_before + 1.0, guard[3]),
     ))
     return ok, state
-
-
-def lr_groups(optimizer):
-    """Indices (into ``optimizer.parameters``) of one parameter per learning-rate group, in order of appearance.
-
-    A single entry ``(0,)`` when the optimizer has one learning rate for all parameters.
-    """
-    if not getattr(optimizer, "is_group_lr", False):
-        return (0,)
-    seen = {}
-    lrs = list(optimizer.learning_rate)
-    for index, lr in enumerate(lrs):
-        seen.setdefault(id(lr), index)
-    return tuple(sorted(seen.values()))
 
 
 def _check_args(name, optimizer, clip_grad_norm):

@@ -82,16 +82,28 @@ def loss_value(outputs):
     return float(array.reshape(-1)[0] if array.size == 1 else array.mean())
 
 
+def lr_groups(optimizer):
+    """Indices (into ``optimizer.parameters``) of one parameter per learning-rate group, in order of appearance.
+
+    A single entry ``(0,)`` when the optimizer has one learning rate for all parameters.
+    """
+    if not getattr(optimizer, "is_group_lr", False):
+        return (0,)
+    seen = {}
+    lrs = list(optimizer.learning_rate)
+    for index, lr in enumerate(lrs):
+        seen.setdefault(id(lr), index)
+    return tuple(sorted(seen.values()))
+
+
 def host_learning_rates(optimizer):
     """Learning rate(s) the optimizer applied at its most recent step, computed on the host without side effects.
 
     The optimizer increments ``global_step`` after reading its LR, so the step just taken used
-    ``lr(global_step - 1)``. One value per LR group (see ``train_cell.lr_groups``).
+    ``lr(global_step - 1)``. One value per LR group (see :func:`lr_groups`).
     """
     import mindspore as ms
     from mindspore import Parameter, Tensor, nn
-
-    from ..cells.train_cell import lr_groups
 
     step = int(np.asarray(optimizer.global_step.asnumpy()).reshape(-1)[0]) - 1
     step = max(step, 0)

@@ -29,6 +29,7 @@ _SEVERITY = {"warn": "warning", "error": "error", "info": "warning"}
 def _rules():
     """``[(fn, defaults)]`` of :data:`RULES` from the offline registry (None when the viewer side is missing)."""
     try:
+        # lazy: the offline rules load when live health starts, and a broken viewer side never stops training
         import tb_plugin_mindspore.health.rules  # noqa: F401  (registers every rule)
         from tb_plugin_mindspore.health.rules import base
     except Exception:

@@ -40,6 +40,7 @@ def thresholds(overrides=None):
     """The live thresholds: the offline rules' defaults, then ``overrides`` (``live_health={...}``) where not None."""
     values = dict(_FALLBACK)
     try:
+        # lazy: the offline rules load when live health starts, and a broken viewer side never stops training
         from tb_plugin_mindspore.health.rules import base as rules_base
         import tb_plugin_mindspore.health.rules  # noqa: F401  (registers every rule)
 

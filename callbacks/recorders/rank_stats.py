@@ -29,6 +29,9 @@ from tb_plugin_mindspore.io import fs
 
 from ..common.util import logger
 from .base import Recorder
+from tb_plugin_mindspore.health import cluster_signals as signals
+from .live_cluster import LiveClusterWatch
+from .events import json_value
 
 __all__ = ["RankStats", "RankStatsRecorder", "MemoryProbe", "LiveMemoryWatch", "rank_file_path"]
 
@@ -323,8 +326,6 @@ class LiveMemoryWatch:
         self._rows = 0
 
     def check(self, step, row):
-        from tb_plugin_mindspore.health import cluster_signals as signals
-
         self.steps.append(int(step))
         self.host.append(row["host_memory_mb"])
         self.device.append(row["device_memory_mb"])
@@ -386,8 +387,6 @@ class RankStatsRecorder(Recorder):
         self.cluster = None
         if ctx.writer is not None and ctx.rank == 0 and rank_size > 1 and s.live_health is not None \
                 and "://" not in str(s.logdir):
-            from .live_cluster import LiveClusterWatch
-
             self.cluster = LiveClusterWatch(s.logdir, self._cluster_event, own_rank=ctx.rank).start()
         ctx.info["rank_stats"] = {"file": fs.relpath(self.stats.remote or self.stats.path, str(s.logdir)),
                                   "device_memory": "reported" if self.stats.memory.device_reported else
@@ -425,7 +424,6 @@ class RankStatsRecorder(Recorder):
         w = self.ctx.writer
         if w is None:
             return
-        from .events import json_value
 
         event = metadata.health_event(rule, severity, step, first_step=first_step, message=message, advice=advice,
                                       source="live")

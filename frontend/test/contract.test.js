@@ -15,7 +15,7 @@ test("partial tiers name the TrainMonitor option that records what is missing", 
   assert.equal(partialHint(contract, "debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms. Add them with TrainMonitor(debug=["layer_grad_norm", "activations"]).');
   assert.equal(partialHint(contract, "debug", []), null);
   assert.equal(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
-  assert.match(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm"]), /eval_dataset/);
+  assert.match(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm"]), /eval=Eval\(dataset/);
   assert.equal(partialHint(contract, "core", ["core/loss"]), null);
 });
 

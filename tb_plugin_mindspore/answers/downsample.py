@@ -7,6 +7,7 @@ first non-finite point (NaN/Inf), plus the very first and last point of the seri
 """
 
 import numpy as np
+from ..contract import interval
 
 MIN_POINTS = 10
 
@@ -45,8 +46,6 @@ def bucket_intervals(rows, max_rows):
     bucket, the min of the mins, the count-weighted mean of the means, the max of the maxes and the summed counts,
     so no extreme is lost.
     """
-    from ..contract import interval
-
     rows = np.asarray(rows, dtype=np.float64).reshape(-1, 6)
     if rows.shape[0] <= max_rows:
         return rows

@@ -3,6 +3,7 @@
 * :func:`json_numbers` turns a numpy array into plain Python lists for ``json.dumps`` with NaN and infinities as the
   strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (the same convention as TensorBoard's ``json_util.Cleanse``,
   without its per-element Python walk over the whole structure).
+* :func:`interval_rows`: an interval band as the routes' rows ``[step, min, mean, max, count, nonfinite]``.
 * :func:`dumps` is ``json.dumps`` for data already made JSON-safe: the routes that send large answers build their
   JSON text once and cache it, so TensorBoard's ``Respond`` gets a string and only compresses it.
 * :class:`Gzipped`: JSON text compressed once, for answers sent many times unchanged (compressing is otherwise the
@@ -52,6 +53,15 @@ def json_numbers(array):
                     row = row[k]
                 row[idx[-1]] = _name(row[idx[-1]])
     return out
+
+
+def interval_rows(band):
+    """The JSON rows ``[step, min, mean, max, count, nonfinite]`` (``contract.interval.ROW_FIELDS``) of an interval
+    band (a ``contract.interval.IntervalTable``), non-finite numbers as their names."""
+    cols = [np.asarray(band.steps).astype(np.int64).tolist()]
+    cols += [json_numbers(np.asarray(c, dtype=np.float64)) for c in (band.min, band.mean, band.max)]
+    cols += [np.asarray(c).astype(np.int64).tolist() for c in (band.count, band.nonfinite)]
+    return [list(r) for r in zip(*cols)]
 
 
 def json_significant(array, digits=7):

@@ -3,7 +3,7 @@
 Reading every point of a long run through TensorBoard's data provider is what a health check costs (seconds on a
 run of 100,000 steps); the rules themselves take milliseconds. So, per run:
 
-* a *token* (``sources.ProviderListing.token``: the last point of every series a rule reads, the tag names, the
+* a *token* (``health.sources.ProviderListing.token``: the last point of every series a rule reads, the tag names, the
   event files' size and modification time) says whether its data changed; the provider listings behind it are
   shared with the other routes and reused for up to a second;
 * the run's series and the findings of the rules that depend only on the data are kept under that token
@@ -21,9 +21,11 @@ import dataclasses
 import threading
 import time
 
-from . import encode
+from ..health import engine
+from ..health import sources as health_sources
 from ..sources import series_cache
-from ..health import engine, sources
+from ..sources.logdir import Sources
+from . import encode
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_PARALLEL = 1
@@ -44,9 +46,10 @@ def _series_bytes(run):
 
 
 class HealthCache:
-    """Health reports over a data provider, cached per run (see the module docstring). Thread-safe."""
+    """Health reports over ``sources`` (the logdir's ``sources.logdir.Sources``, or a bare data provider with its
+    ``logdir`` and ``multiplexer``), cached per run (see the module docstring). Thread-safe."""
 
-    def __init__(self, data_provider, logdir=None, config=None, max_bytes=DEFAULT_MAX_BYTES,
+    def __init__(self, sources, logdir=None, config=None, max_bytes=DEFAULT_MAX_BYTES,
                  max_parallel=DEFAULT_MAX_PARALLEL, clock=time.time, multiplexer=None,
                  report_ttl=series_cache.TOKEN_TTL_SECS):
         if max_bytes <= 0:
@@ -54,12 +57,10 @@ class HealthCache:
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1, got %r" % (max_parallel,))
         engine.validate_config(config)
-        self._provider = data_provider
-        self._multiplexer = multiplexer   # the Python loader's, read directly (reading/points.py); None: fast loader
-        self._logdir = logdir or None
+        self._sources = Sources.of_provider(sources, logdir, multiplexer=multiplexer)
+        self._logdir = logdir or self._sources.logdir
         self._config = config
         self._clock = clock
-        self._listings = series_cache.listings_for(data_provider)
         self._entries = series_cache.ResponseCache(max_bytes=max_bytes)
         self._flights = series_cache.SingleFlight()
         self._gate = threading.BoundedSemaphore(max_parallel)
@@ -76,7 +77,7 @@ class HealthCache:
                 "computed_runs": sum(self.computed.values()), "shared": self._flights.shared}
 
     def runs(self, ctx, eid):
-        return sources.ProviderListing(self._provider, ctx, eid, self._listings).runs()
+        return health_sources.ProviderListing(self._sources.bind(ctx, eid)).runs()
 
     def report_json(self, ctx, eid, runs=None):
         """:meth:`report` as gzipped JSON (``encode.Gzipped``, what the route sends), shared by the requests of the
@@ -86,7 +87,7 @@ class HealthCache:
 
     def report(self, ctx, eid, runs=None):
         """The findings report (``engine.report``'s shape) of every run, or of the runs in ``runs``."""
-        listing = sources.ProviderListing(self._provider, ctx, eid, self._listings, runs=runs)
+        listing = health_sources.ProviderListing(self._sources.bind(ctx, eid), runs=runs)
         names = listing.runs(runs)
         tokens = {run: listing.token(run, self._logdir) for run in names}
         entries, missing = {}, []
@@ -138,9 +139,8 @@ class HealthCache:
                 todo[run] = token
         if not todo:
             return out
-        read = {r.run: r for r in sources.read_runs(self._provider, ctx, eid, listing, sorted(todo),
-                                                    logdir=self._logdir, now=self._clock(),
-                                                    multiplexer=self._multiplexer)}
+        read = {r.run: r for r in health_sources.read_runs(self._sources.bind(ctx, eid), listing, sorted(todo),
+                                                           logdir=self._logdir, now=self._clock())}
         for run, token in todo.items():
             series = read.get(run)
             if series is None:     # gone between the listing and the read

@@ -18,6 +18,7 @@ from tensorboard import errors
 from tensorboard.data import provider as tb_provider
 
 from .. import metadata
+from ..contract import vocabulary
 from . import encode
 from ..sources import series_cache
 
@@ -35,7 +36,7 @@ def list_histograms(listings, ctx, eid, runs=None):
 
 
 def histogram_entry(tag):
-    return metadata.tier_of(tag), {"tag": tag, "display_name": metadata.display_name(tag), "kind": "histogram"}
+    return vocabulary.tier_of(tag), {"tag": tag, "display_name": metadata.display_name(tag), "kind": "histogram"}
 
 
 def quantiles(buckets, qs=QUANTILES):
@@ -123,7 +124,7 @@ class HistogramReader:
         body = {
             "run": run,
             "tag": tag,
-            "tier": metadata.tier_of(tag),
+            "tier": vocabulary.tier_of(tag),
             "display_name": metadata.display_name(tag),
             "quantiles": list(QUANTILES),
             "total_steps": total,

@@ -72,7 +72,7 @@ def display_name(tag):
 
 def tier(tag):
     prefix = _family_prefix(tag)
-    return metadata.tier_of(prefix + "x") if prefix else metadata.tier_of(tag)
+    return vocabulary.tier_of(prefix + "x") if prefix else vocabulary.tier_of(tag)
 
 
 def list_layer_series(ours, scalar_tags):

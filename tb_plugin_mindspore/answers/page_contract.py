@@ -5,6 +5,8 @@ server's health configuration), so a renamed tag or a moved threshold reaches th
 """
 
 from .. import metadata as md
+from ..contract import debug_items
+from ..health.rules import RULES
 
 CONTRACT_VERSION = 1
 
@@ -14,12 +16,14 @@ TIER_TEXT = {
               "rate, gradient norm, step time and throughput here."),
     md.DIAGNOSTIC: ("Diagnostic", "Is it healthy? Evaluation, weight norms, loss scale.",
                     "No diagnostic series in these runs. TrainMonitor records per-layer weight norms by default "
-                    "(weight_norms=True, at each epoch end or every diagnostic_freq steps), and the evaluation loss "
-                    "and metrics when it is given eval_dataset= (and eval_metrics=[...])."),
+                    "(diagnostic=Diagnostic(weight_norms=True), at each epoch end or every Diagnostic(every=...) "
+                    "steps), and the evaluation loss and metrics when it is given eval=Eval(dataset, "
+                    "metrics=[...])."),
     md.DEBUG: ("Debug", "Where does it go wrong? Per-layer and timing detail.",
                'No debug series in these runs. The debug tier is off by default: TrainMonitor(debug="all") records '
                "per-layer update ratios, per-layer gradient norms (with MonitoredTrainCell), activation histograms "
-               'and data wait time every debug_freq steps (default 100); or pick items, e.g. debug=["update_ratio"].'),
+               "and data wait time every 100 steps (Debug(every=...)); or pick items, e.g. "
+               'debug=Debug(items=["update_ratio"]).'),
     md.OTHER: ("Other", "Scalars outside the tier scheme.", None),
 }
 
@@ -31,16 +35,12 @@ TAG_ORDER = (md.LOSS, md.LEARNING_RATE, md.GRAD_NORM, md.LOSS_SCALE, md.OVERFLOW
 EXPECTED = {
     md.DIAGNOSTIC: (
         {"label": "per-layer weight norms", "tags": [md.WEIGHT_NORM_LAYERS], "prefixes": [],
-         "option": "weight_norms=True"},
+         "option": "diagnostic=Diagnostic(weight_norms=True)"},
         {"label": "evaluation", "tags": [md.EVAL_LOSS], "prefixes": [md.EVAL_METRIC_PREFIX],
-         "option": "eval_dataset=..."},
+         "option": "eval=Eval(dataset, ...)"},
     ),
-    md.DEBUG: (
-        {"label": "update ratio", "tags": [md.UPDATE_RATIO_LAYERS], "prefixes": [], "item": "update_ratio"},
-        {"label": "per-layer gradient norm", "tags": [md.GRAD_NORM_LAYERS], "prefixes": [], "item": "layer_grad_norm"},
-        {"label": "activation histograms", "tags": [], "prefixes": [md.ACTIVATION_PREFIX], "item": "activations"},
-        {"label": "data wait time", "tags": [md.DATA_WAIT_MS], "prefixes": [], "item": "data_wait"},
-    ),
+    md.DEBUG: tuple({"label": item.label, "tags": list(item.tags), "prefixes": list(item.prefixes), "item": item.name}
+                    for item in debug_items.ITEMS),
 }
 
 # The y axis of each of our series: what is measured and its unit ("" when it has none). Other tags: by suffix.
@@ -56,10 +56,8 @@ AXES = {
     md.EVAL_LOSS: ("eval loss", ""),
     md.WEIGHT_NORM_GLOBAL: ("weight L2 norm", ""),
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),
-    md.UPDATE_RATIO_LAYERS: ("update ratio ‖Δw‖/‖w‖", ""),
-    md.GRAD_NORM_LAYERS: ("gradient L2 norm", ""),
-    md.DATA_WAIT_MS: ("data wait", "ms"),
 }
+AXES.update({tag: item.axis for item in debug_items.ITEMS if item.axis for tag in item.tags})
 # Reference lines drawn on a chart from another series of the same run: the edge-of-stability line (2/lr for SGD,
 # 38/lr for Adam's preconditioned sharpness; Cohen et al. 2021, 2022) on the sharpness charts.
 REFERENCES = {
@@ -76,8 +74,6 @@ HEALTHY_UPDATE_RATIO = 1e-3  # centre of the colour scale (CS231n's rule of thum
 
 def rule_thresholds(config=None):
     """``{rule id: {threshold: value}}``: every rule's defaults with the configuration's overrides."""
-    from ..health.rules import RULES
-
     out = {}
     for r in RULES:
         merged = dict(r.defaults)

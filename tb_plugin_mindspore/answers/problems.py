@@ -4,7 +4,7 @@ Each warning is ``{"run", "file", "offset", "reason"}`` (``file`` relative to th
 both ``None`` where the data came through TensorBoard's loader, which does not say), plus ``"tag"`` and ``"step"``
 for a left-out record of one series. Sources, each isolated (one that fails is logged and the others still count):
 
-* damaged records and unreadable files among MindSpore's ``*_MS`` files (``MsLogdir.warnings``);
+* damaged records and unreadable files among MindSpore's ``*_MS`` files (``Sources.warnings``);
 * files no reader may open (FIFOs, sockets, symbolic link loops) and event files whose record framing breaks
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
@@ -30,13 +30,11 @@ def _normalized(w):
     return out
 
 
-def content_problems(data_provider, ctx, eid):
-    """Our plugin's series whose plugin content cannot be read (they are left out of every listing)."""
-    from ..sources.series_cache import listings_for
-
-    listing = listings_for(data_provider).tensors(ctx, eid, metadata.PLUGIN_NAME)
+def content_problems(sources):
+    """Our plugin's series whose plugin content cannot be read (they are left out of every listing); ``sources``: a
+    ``sources.logdir.Sources`` bound to the request."""
     out = []
-    for run, tags in sorted(listing.items()):
+    for run, tags in sorted(sources.tensor_listing().items()):
         for tag, series in sorted(tags.items()):
             try:
                 metadata.parse_content(series.plugin_content)
@@ -46,18 +44,19 @@ def content_problems(data_provider, ctx, eid):
     return out
 
 
-def collect(plugin, ctx, eid, provider_ok=True):
-    """Every warning for the ``status`` route of ``plugin`` (a ``MindSporePlugin``), at most ``MAX_WARNINGS``."""
-    sources = []
-    if getattr(plugin, "_ms", None) is not None:
-        sources.append(("MindSpore summary files", lambda: plugin._ms.warnings()))
-    sources.append(("files under the logdir", plugin._status.file_warnings))
+def collect(sources, status, landscapes, run_infos, provider_ok=True):
+    """Every warning for the ``status`` route, at most ``MAX_WARNINGS``: from ``sources`` (a ``Sources`` bound to
+    the request), ``status`` (``logdir_status.LogdirStatus``), ``landscapes`` (``landscapes.LandscapeReader``) and
+    ``run_infos`` (``run_info.RunInfoReader``); ``provider_ok`` False when TensorBoard's data server is gone (only
+    what the plugin reads itself is asked then)."""
+    ctx, eid = sources.ctx, sources.experiment_id
+    found_in = [("MindSpore summary files", sources.warnings), ("files under the logdir", status.file_warnings)]
     if provider_ok:
-        sources.append(("plugin content", lambda: content_problems(plugin._data_provider, ctx, eid)))
-        sources.append(("landscapes", lambda: plugin._landscape_reader().problems(ctx, eid)))
-        sources.append(("run information", lambda: plugin._run_info_reader().problems(ctx, eid)))
+        found_in.append(("plugin content", lambda: content_problems(sources)))
+        found_in.append(("landscapes", lambda: landscapes.problems(ctx, eid)))
+        found_in.append(("run information", lambda: run_infos.problems(ctx, eid)))
     out, seen = [], set()
-    for name, source in sources:
+    for name, source in found_in:
         try:
             found = source()
         except Exception:  # one source failing must not hide the others

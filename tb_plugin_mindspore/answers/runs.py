@@ -2,7 +2,7 @@
 
 Reads through ``context.data_provider`` (works with both the Python loader and ``--load_fast``; with the Python
 loader's multiplexer, tag names come from its summary metadata). Scalars of any origin (ours, mindformers', the
-user's) are listed by tier (``metadata.tier_of``); a scalar says whether interval statistics (``interval/<tag>``)
+user's) are listed by tier (``vocabulary.tier_of``); a scalar says whether interval statistics (``interval/<tag>``)
 describe it. The series themselves are answered by ``batch.py``.
 """
 
@@ -11,6 +11,7 @@ import logging
 from tensorboard import errors
 
 from .. import metadata
+from ..contract import vocabulary
 from ..contract import interval as interval_contract
 from . import encode, histograms, layers
 from ..sources import series_cache
@@ -84,7 +85,7 @@ class DataView:
         if label is None:
             if len(self._labels) > 100000:
                 self._labels.clear()
-            label = self._labels[tag] = (metadata.tier_of(tag), metadata.display_name(tag))
+            label = self._labels[tag] = (vocabulary.tier_of(tag), metadata.display_name(tag))
         return label
 
     # -- answers of the routes: JSON built and compressed once, shared by the requests of the same second ----------

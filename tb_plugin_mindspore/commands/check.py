@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from ..io import fs
+
 PROG = "tb-mindspore"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 _MARK = {"error": "ERROR", "warn": "WARN ", "info": "info "}
@@ -47,34 +49,11 @@ def _error(message):
     return EXIT_BAD_INPUT
 
 
-def parse_overrides(settings, disabled=()):
-    """``["rule.key=value", ...]`` and disabled rule ids -> engine configuration; raises ValueError."""
-    config = {}
-    for item in settings:
-        name, sep, value = item.partition("=")
-        rule_id, dot, key = name.strip().partition(".")
-        if not sep or not dot or not rule_id or not key:
-            raise ValueError("--set expects RULE.THRESHOLD=VALUE, got %r" % item)
-        config.setdefault(rule_id, {})[key.strip()] = value.strip()
-    for rule_id in disabled:
-        config.setdefault(rule_id, {})["enabled"] = False
-    return config
-
-
-def config_from_settings(settings, disabled=()):
-    """The validated engine configuration of ``RULE.PARAM=VALUE`` settings (``check --set``, TensorBoard's
-    ``--mindspore_health_set``), or ``None`` when there are none; raises ValueError with a one-line reason."""
-    from ..health import engine
-
-    if not settings and not disabled:
-        return None
-    config = parse_overrides(settings, disabled)
-    engine.validate_config(config)
-    return config
-
-
 def run_check(args):
-    from ..health import engine
+    # lazy: start-up cost (the rules and the readers load only when `check` runs, not for `tb-mindspore --help`)
+    from ..health import engine, settings
+    from ..sources import safe_view
+    from . import logdir_check
 
     if args.list_rules:
         print(format_rules(engine.describe_rules()))
@@ -82,11 +61,9 @@ def run_check(args):
     if not args.logdir:
         return _error("missing LOGDIR (the folder holding the run folders)")
     try:
-        config = config_from_settings(args.set, args.disable)
+        config = settings.config_from_settings(args.set, args.disable)
     except ValueError as e:
         return _error(str(e))
-    from ..io import fs
-
     logdir = args.logdir
     path = fs.normalize(logdir)     # a local folder or a URL (s3://bucket/prefix; see reading/fs.py)
     try:
@@ -102,10 +79,6 @@ def run_check(args):
         return _error("no such logdir: %s%s" % (path, hint))
     if not fs.isdir(path):
         return _error("not a folder: %s" % path)
-
-    from . import logdir_check
-
-    from ..sources import safe_view
 
     problems = safe_view.problems(path)
     for p in problems:  # files left out or read only in part: on stderr, so the JSON on stdout stays as it is

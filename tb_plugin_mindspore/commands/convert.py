@@ -45,6 +45,8 @@ import time
 from ..io import records
 from ..io import fs
 from ..sources import logdir_status, ms_files, ms_lineage, ms_logdir
+from ..landscape import format as landscape_format
+from ..writing import summary
 
 STATE_NAME = ".tb-mindspore-convert.json"
 # 2: files ordered and superseded per run, tags named per kind; outputs of version 1 are converted again.
@@ -169,8 +171,6 @@ def _save_state(path, state):
 
 def _check_landscape(tag, record):
     """Raises ValueError when the MindSpore tab could not draw the landscape (so it is reported, not counted)."""
-    from ..landscape import format as landscape_format
-
     try:
         landscape_format.normalize_record(record)
     except (ValueError, TypeError, KeyError, OverflowError) as e:
@@ -181,8 +181,6 @@ def _convert_value(value, counts, tag=None):
     """One MindSpore Summary.Value -> TensorBoard Summary.Value (None if it has no value), under ``tag`` (default:
     its own)."""
     from tensorboard.compat.proto import summary_pb2
-
-    from ..writing import summary
 
     tag = ms_files.decode_tag(value.tag) if tag is None else tag
     kind = value.WhichOneof("value")
@@ -326,8 +324,6 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
     """Converts what is new in ``src``; updates ``entry`` (the file's state) after every committed chunk.
     ``kinds``: the run's {tag: [kind, ...]} (see ``_convert_event``)."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
-
-    from ..writing import summary
 
     mf = ms_files.MsFile(src, kind)
     mf.offset = int(entry.get("offset", 0))

@@ -20,6 +20,8 @@ import os
 import shutil
 import socket
 import sys
+from ..sources import logdir_status
+from ..io import fs
 
 PROG = "tb-mindspore"
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -209,21 +211,12 @@ def check_entry_point():
     return _check("plugin registered", OK, "TensorBoard plugin entry point %s = %s" % (ep.name, ep.value))
 
 
-def _is_ms_file(name):
-    """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
-    from ..sources.ms_logdir import file_kind
-
-    return file_kind(name) is not None
-
-
 def _scan_logdir(path):
-    from ..io import fs
-
     counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0}
     for root, dirs, names in fs.walk(path):
         dirs.sort()
         for name in names:
-            if _is_ms_file(name):
+            if logdir_status.is_ms_summary_file(name):
                 counts["ms_files"] += 1
             elif "tfevents" in name:
                 counts["event_files"] += 1
@@ -235,8 +228,6 @@ def _scan_logdir(path):
 
 
 def check_logdir(logdir, cwd=None):
-    from ..io import fs
-
     if fs.is_remote(logdir):
         return _check_remote_logdir(logdir)
     cwd = cwd or os.getcwd()
@@ -283,8 +274,6 @@ def check_logdir(logdir, cwd=None):
 
 def _check_remote_logdir(url):
     """A remote logdir (``s3://``, ``gs://``...): reachable, a folder, what it holds."""
-    from ..io import fs
-
     try:
         fs.filesystem(url)
         found = fs.isdir(url)

@@ -2,9 +2,9 @@
 
 Each worker reads a share of the run folders through a view of the logdir holding only them (a temporary folder of
 symbolic links to their event and ``*_MS`` files, with the same relative paths, so run names are those of the
-logdir), the same way as :func:`.sources.runs_from_logdir` (as the tab reads them), and checks its runs; the
+logdir), the same way as ``health.sources.runs_from_logdir`` (as the tab reads them), and checks its runs; the
 reports are merged in run-name order, so the output is the one a single process gives. Small logdirs, and logdirs
-with files TensorBoard's loader cannot read safely (``reading.safe_view``), are checked in this process.
+with files TensorBoard's loader cannot read safely (``sources.safe_view``), are checked in this process.
 """
 
 import concurrent.futures
@@ -27,7 +27,7 @@ def run_folders(logdir):
     out = {}
     for root, dirs, names in os.walk(logdir):
         dirs.sort()
-        files = sorted(n for n in names if sources._is_data_file(n))
+        files = sorted(n for n in names if sources.is_data_file(n))
         if files:
             out[os.path.normpath(os.path.relpath(root, logdir))] = files
     return out

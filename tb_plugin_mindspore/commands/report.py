@@ -17,6 +17,9 @@ import shutil
 import sys
 import tempfile
 
+from .. import __version__
+from ..sources import logdir_status, safe_view
+
 PROG = "tb-mindspore report"
 ROUTE_PREFIX = "/data/plugin/mindspore"
 BUNDLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static", "report.js")
@@ -33,8 +36,6 @@ class ReportError(Exception):
 
 # -- what to read -------------------------------------------------------------------------------------------------
 def _has_data_files(folder):
-    from ..sources import logdir_status
-
     try:
         return any(logdir_status.is_data_file(e.name) for e in os.scandir(folder) if not e.is_dir())
     except OSError:
@@ -96,14 +97,14 @@ class RouteCaller:
     """Calls the plugin's route handlers in process, as TensorBoard would for a request; answers decoded JSON."""
 
     def __init__(self, logdir):
+        # lazy: start-up cost (`tb-mindspore --help` and the other commands do not load TensorBoard's plugin machinery)
         from tensorboard.plugins import base_plugin
 
-        from ..health import sources
         from ..server.plugin import MindSporePlugin
-        from ..sources import safe_view
+        from ..sources.logdir import load_provider
 
         with safe_view.safe_view(logdir) as view:
-            data_provider = sources.load_provider(view)
+            data_provider = load_provider(view)
         flags = argparse.Namespace(reload_interval=0)   # the *_MS files are read here, not in a thread
         self.plugin = MindSporePlugin(base_plugin.TBContext(data_provider=data_provider, logdir=logdir, flags=flags))
         ms = getattr(self.plugin, "_ms", None)
@@ -176,8 +177,6 @@ def gather(logdir, source=None):
             if code == 200:
                 shelf = data["landscape"].setdefault(run, {}).setdefault(entry["tag"], {})
                 shelf[str(entry["step"])] = shelf["last"] = body   # the listing is in step order: the last wins
-    from .. import __version__
-
     data["meta"] = {"source": source or logdir, "runs": len(runs), "version": __version__,
                     "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     return data

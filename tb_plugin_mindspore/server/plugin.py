@@ -1,4 +1,4 @@
-"""The MindSpore TensorBoard plugin: HTTP routes only, each a thin call into ``reading/``.
+"""The MindSpore TensorBoard plugin: HTTP routes only, each a thin call into ``answers/``.
 
 Every JSON route answers JSON, errors included: ``{"error": {"code": int, "message": str}}`` with 400 for a
 malformed query, 404 for an unknown run or tag, 500 (logged) for anything unexpected. No route opens a file whose
@@ -16,12 +16,13 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from .. import metadata
+from ..answers import batch, cluster, downsample, encode, histograms, landscapes, layers, media, page_contract
+from ..answers import problems, run_info, scalar_answer
 from ..answers import health as health_cache
-from ..commands import check as health_cli
-from ..answers import batch, downsample, encode, histograms, layers, page_contract, runs as provider
-from ..sources import logdir_status, ms_provider
-from ..sources import event_series, series_cache
-from ..answers import scalar_answer
+from ..answers import runs as provider
+from ..health import settings as health_settings
+from ..sources import logdir_status, series_cache
+from ..sources.logdir import Sources
 
 logger = logging.getLogger(__name__)
 
@@ -111,29 +112,28 @@ class MindSporePlugin(base_plugin.TBPlugin):
     def __init__(self, context):
         self._logdir = getattr(context, "logdir", "") or ""
         reload_interval = getattr(getattr(context, "flags", None), "reload_interval", 5.0)
-        # MindSpore's own *_MS files under the logdir are served next to the event files, through one provider.
-        self._data_provider, self._ms = ms_provider.with_ms_files(
-            context.data_provider, self._logdir, reload_interval=reload_interval
-        )
-        self._view = provider.DataView(self._data_provider, multiplexer=getattr(context, "multiplexer", None))
+        # One door for every point: TensorBoard's provider merged with the *_MS files under the logdir, and every
+        # point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
+        self._sources = Sources.for_tensorboard(context, reload_interval=reload_interval)
+        self._data_provider = self._sources.provider
+        self._view = provider.DataView(self._data_provider, multiplexer=self._sources.multiplexer)
         self._cache = series_cache.ResponseCache()
-        # Every point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
-        self._events = event_series.for_logdir(self._logdir, interval=reload_interval)
-        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None),
-                                         events=self._events, ms=self._ms_logdir())
+        self._batch = batch.ScalarsBatch(self._sources, self._cache)
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
-        self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
+        self._status = logdir_status.LogdirStatus(self._logdir)
+        self._clusters = cluster.ClusterReader(self._logdir, self._cache)
+        self._landscapes = landscapes.LandscapeReader(self._data_provider)
+        self._run_infos = run_info.RunInfoReader(self._data_provider, self._sources.ms)
+        self._media = media.MediaReader(self._data_provider, self._sources.ms)
         # The status route's warnings walk every reader; under load one collection serves every caller for a second.
         self._warnings = series_cache.TtlMemo()
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
         # The same configuration gives the page its thresholds (the contract route): TensorBoard's
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
-        self._health_config = health_cli.config_from_settings(
+        self._health_config = health_settings.config_from_settings(
             getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
-        self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
-                                                config=self._health_config,
-                                                multiplexer=getattr(context, "multiplexer", None))
+        self._health = health_cache.HealthCache(self._sources, config=self._health_config)
 
     def get_plugin_apps(self):
         return {
@@ -204,8 +204,6 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_status(self, request):
-        from ..answers import problems
-
         ctx, eid = self._ctx(request)
         try:
             tags = self._view.tags(ctx, eid)
@@ -221,13 +219,11 @@ class MindSporePlugin(base_plugin.TBPlugin):
         # Everything left out, with its file and byte offset where there is one, so nothing is silently missing:
         # damaged *_MS records, unreadable files, records that break TensorBoard's loaders, malformed series.
         provider_ok = tags is not None
-        body["warnings"] = self._warnings.get((eid, provider_ok),
-                                              lambda: problems.collect(self, ctx, eid, provider_ok=provider_ok))
+        body["warnings"] = self._warnings.get((eid, provider_ok), lambda: problems.collect(
+            self._sources.bind(ctx, eid), self._status, self._landscapes, self._run_infos, provider_ok=provider_ok))
         return body
 
     def _data_server_message(self):
-        from ..answers import problems
-
         return problems.data_server_message(self._status.file_warnings())
 
     @json_route
@@ -282,41 +278,25 @@ class MindSporePlugin(base_plugin.TBPlugin):
             raise errors.NotFoundError("no run named %r" % run)
         return self._health.report_json(ctx, eid, runs=runs)
 
-    # -- many ranks as one cluster (reading/cluster.py) ---------------------------------------------------------------
-    def _cluster_reader(self):
-        if getattr(self, "_clusters", None) is None:
-            from ..answers import cluster
-
-            self._clusters = cluster.ClusterReader(self._logdir, self._cache)
-        return self._clusters
-
+    # -- many ranks as one cluster (answers/cluster.py) ---------------------------------------------------------------
     @json_route
     def _serve_clusters(self, request):
-        return self._cluster_reader().listing()
+        return self._clusters.listing()
 
     @json_route
     def _serve_cluster(self, request):
-        from ..answers import cluster
-
         run, metric = _required(request, "run"), _required(request, "metric")
         if request.args.get("rank") is not None:
             rank = _int_arg(request, "rank", 0, 0, 2 ** 31 - 1)
-            return self._cluster_reader().rank(run, metric, rank)
+            return self._clusters.rank(run, metric, rank)
         max_steps = _int_arg(request, "max_steps", cluster.DEFAULT_MAX_STEPS, 1, cluster.MAX_STEPS_LIMIT)
-        return self._cluster_reader().matrix(run, metric, max_steps)
+        return self._clusters.matrix(run, metric, max_steps)
 
-    # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
-    def _landscape_reader(self):
-        if getattr(self, "_landscapes", None) is None:
-            from ..answers import landscapes
-
-            self._landscapes = landscapes.LandscapeReader(self._data_provider)
-        return self._landscapes
-
+    # -- loss landscapes (answers/landscapes.py) -------------------------------------------------------------------
     @json_route
     def _serve_landscapes(self, request):
         ctx, eid = self._ctx(request)
-        return self._landscape_reader().listing(ctx, eid, request.args.get("run") or None)
+        return self._landscapes.listing(ctx, eid, request.args.get("run") or None)
 
     @json_route
     def _serve_landscape(self, request):
@@ -324,45 +304,28 @@ class MindSporePlugin(base_plugin.TBPlugin):
         step = request.args.get("step")
         step = None if step in (None, "") else _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1)
         run, tag = _required(request, "run"), _required(request, "tag")
-        return self._landscape_reader().landscape(ctx, eid, run, tag, step)
+        return self._landscapes.landscape(ctx, eid, run, tag, step)
 
-    # -- run information and hyperparameters (reading/run_info.py) ---------------------------------------------------
-    def _ms_logdir(self):
-        return self._ms.ms if self._ms is not None else None
-
-    def _run_info_reader(self):
-        if getattr(self, "_run_infos", None) is None:
-            from ..answers import run_info
-
-            self._run_infos = run_info.RunInfoReader(self._data_provider, self._ms_logdir())
-        return self._run_infos
-
+    # -- run information and hyperparameters (answers/run_info.py) ---------------------------------------------------
     @json_route
     def _serve_run_info(self, request):
         ctx, eid = self._ctx(request)
         run = request.args.get("run")
         if run is None:
-            return self._run_info_reader().all(ctx, eid)
-        return self._run_info_reader().one(ctx, eid, _required(request, "run"))
+            return self._run_infos.all(ctx, eid)
+        return self._run_infos.one(ctx, eid, _required(request, "run"))
 
-    # -- images and tensors (reading/media.py) -------------------------------------------------------------------
-    def _media_reader(self):
-        if getattr(self, "_media", None) is None:
-            from ..answers import media
-
-            self._media = media.MediaReader(self._data_provider, self._ms_logdir())
-        return self._media
-
+    # -- images and tensors (answers/media.py) -------------------------------------------------------------------
     @json_route
     def _serve_media(self, request):
         ctx, eid = self._ctx(request)
-        return self._media_reader().listing(ctx, eid, request.args.get("run") or None)
+        return self._media.listing(ctx, eid, request.args.get("run") or None)
 
     @json_route
     def _serve_images(self, request):
         ctx, eid = self._ctx(request)
         run, tag = _required(request, "run"), _required(request, "tag")
-        return self._media_reader().images(ctx, eid, run, tag)
+        return self._media.images(ctx, eid, run, tag)
 
     @wrappers.Request.application
     def _serve_image(self, request):
@@ -373,7 +336,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             step = _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1)
             if step is None:
                 raise errors.InvalidArgumentError("missing query parameter 'step'")
-            body, mime = self._media_reader().image(ctx, eid, run, tag, step)
+            body, mime = self._media.image(ctx, eid, run, tag, step)
         except errors.PublicError as e:
             return _respond_error(request, e.http_code, str(e))
         except Exception as e:
@@ -382,10 +345,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
 
     @json_route
     def _serve_tensors(self, request):
-        from ..answers import media
-
         ctx, eid = self._ctx(request)
         run, tag = _required(request, "run"), _required(request, "tag")
         max_values = _int_arg(request, "max_values", media.DEFAULT_MAX_VALUES, 1, media.MAX_VALUES_LIMIT)
         max_steps = _int_arg(request, "max_steps", media.DEFAULT_MAX_STEPS, 1, media.MAX_STEPS_LIMIT)
-        return self._media_reader().tensors(ctx, eid, run, tag, max_values=max_values, max_steps=max_steps)
+        return self._media.tensors(ctx, eid, run, tag, max_values=max_values, max_steps=max_steps)

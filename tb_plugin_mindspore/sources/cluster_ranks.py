@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import metadata
 from ..contract import rank_file
+from ..io import records
 
 SOURCE_RANK_FILES = "rank_files"
 SOURCE_RANK_FOLDERS = "rank_folders"
@@ -160,8 +161,6 @@ class _RankFolder(_Rank):
 
     def reload(self):
         from tensorboard.compat.proto import event_pb2
-
-        from ..io import records
 
         stamp = self.stamp()
         if stamp is None or stamp == self._stamp:

@@ -12,6 +12,7 @@ import stat
 import time
 
 from ..io import event_headers, fs
+from .ms_logdir import file_kind
 
 MS_SUFFIX = "_MS"
 _MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds
@@ -21,8 +22,6 @@ _EMPTY_FILE_BYTES = 128  # an event file holding only its file_version record
 
 def is_ms_summary_file(name):
     """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
-    from .ms_logdir import file_kind
-
     return file_kind(name) is not None
 
 

@@ -33,7 +33,7 @@ Usage (the plugin calls ``reload`` from one background thread and the accessors 
     logdir.stats(run)                # {"files", "bytes_read", "records", "skipped", "pending_bytes", "graphs"}
 
 Unknown runs raise ``KeyError``. Tags are the ones MindSpore wrote (``loss/auto``, ``fc.weight/auto``,
-``xsum[:Scalar]`` from older MindSpore): ``metadata.display_name`` / ``metadata.tier_of`` classify them.
+``xsum[:Scalar]`` from older MindSpore): ``metadata.display_name`` / ``vocabulary.tier_of`` classify them.
 
 * Scalars keep every point, in compact arrays (about 20 bytes a point). Histograms, tensors, images and landscapes
   keep at most ``samples[kind]`` items per tag and file, spread evenly over the steps, always with the latest one.
@@ -791,6 +791,26 @@ class MsLogdir:
         if not parts:
             return None
         return self._join(parts)
+
+    def restarts_of(self, run, tag):
+        """``(restarts, superseded)`` of one scalar tag: ``[{"step", "superseded_points", "source"}]``, one per
+        file that a later one cut, and a function returning ``[(source, steps, walls, values)]``, the points each
+        cut left out of the final timeline (kept here, as every point is)."""
+        parts = []
+        for s, w, v, cutoff in self._scalar_copies(run, [tag]).get(tag, []):
+            s = np.frombuffer(s, dtype=np.int64)
+            lost = s >= cutoff if cutoff is not None else np.zeros(s.size, dtype=bool)
+            if lost.any():
+                parts.append((cutoff, s[lost], np.frombuffer(w, dtype=np.float64)[lost],
+                              np.frombuffer(v, dtype=np.float32)[lost]))
+        by = [lost["by"] for f in self.files(run) for lost in f.get("superseded") or [] if tag in lost.get("tags", ())]
+        restarts = [{"step": int(cut), "superseded_points": int(lost_steps.size), "source": source}
+                    for (cut, lost_steps, _, _), source in zip(parts, by + [None] * len(parts))]
+
+        def superseded():
+            return [(restart["source"], s, w, v) for (_, s, w, v), restart in zip(parts, restarts)]
+
+        return restarts, superseded
 
     def scalars(self, run, tags=None):
         """``{tag: [(step, wall_time, value), ...]}``; ``tags`` limits the tags (a name or an iterable)."""
