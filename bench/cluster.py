@@ -179,7 +179,7 @@ def training_ratio(reps, steps, warm_steps=3, seed=0):
     from mindspore.train import Callback, Model
 
     import tb_mindspore_callbacks.monitor as monitor_module
-    from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks import Diagnostic, MonitoredTrainCell, Storage, TrainMonitor
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model, synthetic_dataset
     from tb_mindspore_callbacks.recorders.rank_stats import RankStatsRecorder
 
@@ -211,7 +211,8 @@ def training_ratio(reps, steps, warm_steps=3, seed=0):
                 model = Model(MonitoredTrainCell.wrap(net, loss_fn, opt))
                 clock = Clock()
                 with tempfile.TemporaryDirectory() as run_dir:
-                    mon = TrainMonitor(run_dir, collect_freq=10, diagnostic_freq=10, registry=None)
+                    mon = TrainMonitor(run_dir, collect_freq=10, diagnostic=Diagnostic(every=10),
+                                       storage=Storage(registry=None))
                     model.train(1, synthetic_dataset(warm_steps + steps, seed=rep), callbacks=[mon, clock],
                                 dataset_sink_mode=False)
             finally:

@@ -17,12 +17,14 @@ the demo). They may import ``tb_plugin_mindspore``'s ``io``, ``contract``, ``lan
 
 from .loop import LoopMonitor
 from .monitor import DEBUG_ITEMS, TrainMonitor
-from .recorders import Recorder, StepRecord
+from .recorders import Debug, Diagnostic, Eval, Layers, LiveHealth, Ranks, Recorder, StepRecord, Storage
 from .common.run_dir import make_run_dir, run_dir_name
 from .cells.train_cell import MonitoredLossScaleCell, MonitoredTrainCell
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "TrainMonitor", "LoopMonitor", "DEBUG_ITEMS",
-           "Recorder", "StepRecord", "make_run_dir", "run_dir_name", "run_demo"]
+           "Recorder", "StepRecord", "make_run_dir", "run_dir_name", "run_demo",
+           # the options, grouped by what they switch on
+           "Debug", "Diagnostic", "Eval", "Layers", "LiveHealth", "Ranks", "Storage"]
 
 # Loss landscapes (random / PCA / interpolation), see landscape.py.
 from .landscape import (  # noqa: E402
@@ -38,6 +40,6 @@ __all__ += ["SharpnessCallback", "SharpnessProbe"]
 
 def run_demo(*args, **kwargs):
     """See :func:`tb_mindspore_callbacks.demo.run_demo` (imported lazily)."""
-    from .demo import run_demo as _run_demo
+    from .demo import run_demo as _run_demo   # lazy: the demo's model and datasets load only when it runs
 
     return _run_demo(*args, **kwargs)

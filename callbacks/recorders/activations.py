@@ -4,6 +4,7 @@ samples of the step's batch, by one extra forward pass (see ``tb_mindspore_callb
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
 from ..common.util import cb_get, find_cell, logger
 from ..cells.activations import ActivationProbe
@@ -38,7 +39,8 @@ def default_blocks(probe_net):
 
 
 class ActivationRecorder(Recorder):
-    name = "activations"
+    item = debug_items.ACTIVATIONS
+    name = item.name
 
     def on_start(self, ctx):
         from mindspore import nn
