@@ -200,7 +200,8 @@ def exact(values, steps_kept, lo, hi, width):
 def builder_cpu_ms(long_dir, windows, reps):
     """CPU milliseconds (``time.process_time``: what the answer costs, not how busy the machine is) of building,
     encoding and compressing each window's answer in this process, from the plugin's own read of the run."""
-    from tb_plugin_mindspore.answers import encode, scalar_answer
+    from tb_plugin_mindspore.answers import encode
+    from tb_plugin_mindspore.answers import scalars as scalar_answer
     from tb_plugin_mindspore.sources import event_series, timeline
 
     events = event_series.EventSeries(long_dir)

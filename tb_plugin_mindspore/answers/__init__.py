@@ -1,7 +1,7 @@
 """One module per route answer: what the tab's HTTP routes (and ``tb-mindspore report``) answer, as JSON-ready data.
 
-Holds: ``runs.py`` (``runs`` / ``tags``), ``batch.py`` with ``scalar_answer.py`` and ``downsample.py`` (``scalars``
-/ ``scalars_batch``), ``layers.py``, ``histograms.py``, ``landscapes.py``, ``run_info.py``, ``media.py``,
+Holds: ``runs.py`` (``runs`` / ``tags``), ``scalars.py`` with ``downsample.py`` (``scalars`` /
+``scalars_batch``), ``layers.py``, ``histograms.py``, ``landscapes.py``, ``run_info.py``, ``media.py``,
 ``cluster.py``, ``health.py`` (the ``health`` answers kept per run), ``problems.py`` (the ``status`` route's
 warnings), ``page_contract.py`` (the ``contract`` route), ``encode.py`` (compact JSON encodings).
 

@@ -3,7 +3,7 @@
 Reads through ``context.data_provider`` (works with both the Python loader and ``--load_fast``; with the Python
 loader's multiplexer, tag names come from its summary metadata). Scalars of any origin (ours, mindformers', the
 user's) are listed by tier (``vocabulary.tier_of``); a scalar says whether interval statistics (``interval/<tag>``)
-describe it. The series themselves are answered by ``batch.py``.
+describe it. The series themselves are answered by ``scalars.py``.
 """
 
 import logging

@@ -16,8 +16,8 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from .. import metadata
-from ..answers import batch, cluster, downsample, encode, histograms, landscapes, layers, media, page_contract
-from ..answers import problems, run_info, scalar_answer
+from ..answers import cluster, downsample, encode, histograms, landscapes, layers, media, page_contract, problems
+from ..answers import run_info, scalars
 from ..answers import health as health_cache
 from ..answers import runs as provider
 from ..health import settings as health_settings
@@ -99,7 +99,7 @@ def _scalar_view(request):
     if x_min is not None and x_max is not None and x_max < x_min:
         raise errors.InvalidArgumentError("query parameter 'x_max' must be >= 'x_min', got %d < %d" % (x_max, x_min))
     width = _int_arg(request, "width", None, 1, MAX_POINTS_LIMIT)
-    window = None if x_min is None and x_max is None and width is None else scalar_answer.Window(x_min, x_max, width)
+    window = None if x_min is None and x_max is None and width is None else scalars.Window(x_min, x_max, width)
     superseded = request.args.get("superseded", "")
     if superseded not in ("", "0", "1", "true", "false"):
         raise errors.InvalidArgumentError("query parameter 'superseded' must be 0 or 1, got %r" % superseded)
@@ -118,7 +118,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._data_provider = self._sources.provider
         self._view = provider.DataView(self._data_provider, multiplexer=self._sources.multiplexer)
         self._cache = series_cache.ResponseCache()
-        self._batch = batch.ScalarsBatch(self._sources, self._cache)
+        self._batch = scalars.ScalarsBatch(self._sources, self._cache)
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(self._logdir)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore.sources import pyramid, series_store, timeline
-from tb_plugin_mindspore.answers import scalar_answer
+from tb_plugin_mindspore.answers import scalars as scalar_answer
 
 
 def _series(n, seed=0, spikes=(), nans=()):
