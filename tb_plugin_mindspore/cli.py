@@ -10,6 +10,8 @@ import socket
 import sys
 import time
 
+from .commands import check, convert, doctor, report
+
 PROG = "tb-mindspore"
 
 
@@ -85,7 +87,7 @@ def _run_demo(args):
         import mindspore
     except ImportError:
         raise missing
-    from tb_mindspore_callbacks import demo
+    from tb_mindspore_callbacks import demo   # lazy: MindSpore is imported only when the demo runs
 
     print("%s demo: MindSpore %s loaded in %.0f s" % (PROG, getattr(mindspore, "__version__", "?"),
                                                     time.perf_counter() - started), file=sys.stderr, flush=True)
@@ -124,11 +126,8 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_demo(sub)
-    from . import convert, doctor, report
-    from .health import cli as health_cli
-
     convert.add_convert_parser(sub)
-    health_cli.add_check_parser(sub)
+    check.add_check_parser(sub)
     doctor.add_doctor_parser(sub)
     report.add_report_parser(sub)
     return parser

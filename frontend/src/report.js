@@ -7,14 +7,14 @@
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
-import { imageDataUrl, reportFetch } from "./reportData.js";
-import { setImageSource } from "./runDataApi.js";
-import { el } from "./dom.js";
-import { Dashboard } from "./views/dashboard.js";
-import { mountCluster } from "./views/clusterView.js";
-import { mountLandscapes } from "./views/landscapeView.js";
-import { mountMedia } from "./views/mediaView.js";
-import { mountRunInfo } from "./views/runInfoView.js";
+import { imageDataUrl, reportFetch } from "./api/report.js";
+import { setImageSource } from "./api/runData.js";
+import { el } from "./base/dom.js";
+import { Dashboard } from "./page/dashboard.js";
+import { mountCluster } from "./views/sections/cluster/clusterView.js";
+import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
+import { mountMedia } from "./views/sections/media/mediaView.js";
+import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
 
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }

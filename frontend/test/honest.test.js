@@ -5,12 +5,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { comparePanels, isPointSeries } from "../src/contract.js";
+import { comparePanels, isPointSeries } from "../src/base/contract.js";
 import { uniformValue } from "../src/chart/layerTree.js";
 import { LOG_SPREAD, runSpread } from "../src/chart/series.js";
-import { answer, imageDataUrl } from "../src/reportData.js";
-import { displayRunName, nameParts, setRunNames, shortRunNames } from "../src/runNames.js";
-import { kindsText } from "../src/views/registry.js";
+import { answer, imageDataUrl } from "../src/api/report.js";
+import { displayRunName, nameParts, setRunNames, shortRunNames } from "../src/base/runNames.js";
+import { kindsText } from "../src/page/registry.js";
 
 const contract = JSON.parse(readFileSync(new URL("./fixtures/contract.json", import.meta.url), "utf8"));
 

@@ -3,7 +3,7 @@
 import io
 
 from tb_mindspore_callbacks import demo
-from tb_mindspore_callbacks.landscape_run import Progress, time_left_text
+from tb_mindspore_callbacks.landscape.run import Progress, time_left_text
 
 
 def test_demo_time_left_never_says_zero():

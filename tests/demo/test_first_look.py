@@ -48,7 +48,7 @@ def test_demo_output_says_every_stage_and_what_to_look_at(demo_run):
 
 
 def test_demo_records_every_kind_of_run_and_check_names_the_problem(demo_run):
-    from tb_plugin_mindspore.reading.ms_logdir import file_kind
+    from tb_plugin_mindspore.sources.ms_logdir import file_kind
 
     logdir, _ = demo_run
     healthy, problem = _runs(logdir)
@@ -169,7 +169,7 @@ def test_the_report_draws_what_the_tab_draws(demo_run, tab, tmp_path, browser):
 
 
 def test_the_report_keeps_images_within_its_budget(demo_run, monkeypatch):
-    from tb_plugin_mindspore import report
+    from tb_plugin_mindspore.commands import report
 
     logdir, _ = demo_run
     data = report.gather(str(logdir))

@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 
-from tb_plugin_mindspore import report
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.commands import report
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 
 def test_histogram_steps_per_chart():
@@ -70,3 +70,17 @@ def test_cluster_heatmaps_whole_and_rank_curves_within_their_budget(tmp_path, mo
     for metric in cluster["metrics"]:
         assert sorted(data["cluster_ranks"]["job"][metric], key=int) == ["0", "1", "2"]
         assert len(data["cluster_ranks"]["job"][metric]["0"]["points"]) == 40
+
+
+def test_the_report_asks_what_the_tab_asks():
+    from tb_plugin_mindspore.answers import histograms
+
+    assert report.TAB_HISTOGRAM_STEPS == histograms.DEFAULT_MAX_STEPS
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(root, "frontend", "src")
+    with open(os.path.join(src, "api", "client.js"), encoding="utf-8") as f:
+        assert "export const DEFAULT_MAX_POINTS = %d;" % report.TAB_MAX_POINTS in f.read()
+    with open(os.path.join(src, "api", "runData.js"), encoding="utf-8") as f:
+        assert "export const DEFAULT_MAX_VALUES = %d;" % report.TAB_TENSOR_VALUES in f.read()
+    with open(os.path.join(src, "views", "sections", "cluster", "clusterView.js"), encoding="utf-8") as f:
+        assert "const MAX_STEPS = %d;" % report.TAB_CLUSTER_STEPS in f.read()

@@ -3,9 +3,9 @@
 // run, step, median, ±1σ and min/max.
 
 import uPlot from "uplot";
-import { withAlpha } from "../colors.js";
-import { el, clear } from "../dom.js";
-import { displayRunName } from "../runNames.js";
+import { withAlpha } from "../base/colors.js";
+import { el, clear } from "../base/dom.js";
+import { displayRunName } from "../base/runNames.js";
 import { formatDuration, formatStep, formatValue, formatWallTime } from "./format.js";
 import { axisStyle, X_UNITS } from "./lineChart.js";
 import { nearestIndex } from "./series.js";
