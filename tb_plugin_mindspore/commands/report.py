@@ -380,11 +380,13 @@ def add_report_parser(subparsers):
     """Registers ``report``; ``args.func(args)`` returns the exit status (0 written, 2 bad input)."""
     p = subparsers.add_parser(
         "report",
-        help="write one self-contained HTML file with the runs' health findings, charts and per-layer heatmaps",
-        description="Writes one HTML file that opens from disk with no network and no server: each run's health "
-                    "findings, the core and diagnostic charts, the per-layer heatmaps, loss landscapes and run "
-                    "information, drawn by the MindSpore tab's own code from data inlined in the file. "
-                    "LOGDIR_OR_RUN is a folder of runs (as given to tensorboard --logdir) or one run folder.",
+        help="write one self-contained HTML file with everything the tab shows for the runs",
+        description="Writes one HTML file that opens from disk with no network and no server, holding everything "
+                    "the MindSpore tab shows for the runs: each run's health findings, every chart, per-layer "
+                    "heatmap and distribution, loss landscapes, run information, images and tensors and the "
+                    "Cluster section, drawn by the tab's own code from data inlined in the file (within size "
+                    "budgets; a view that keeps fewer steps than the tab says so). LOGDIR_OR_RUN is a folder of "
+                    "runs (as given to tensorboard --logdir) or one run folder.",
         epilog="Exit status: 0 when the report was written, 2 on bad input (with a one-line reason).",
     )
     p.add_argument("path", nargs="?", metavar="LOGDIR_OR_RUN", help="folder of runs, or one run folder")
