@@ -64,6 +64,7 @@ setup(
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
         "tb_mindspore_callbacks.recorders",
+        "tb_mindspore_callbacks.torch_style",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},
@@ -79,6 +80,10 @@ setup(
     extras_require={
         # Only the callbacks and `tb-mindspore demo` need MindSpore; its datasets need numpy < 2.
         "mindspore": ["mindspore>=2.3", "numpy<2"],
+        # PyTorch runs recorded in the same data contract (tb_mindspore_callbacks.torch_style; the reference side of
+        # `tb-mindspore compare`). The CPU build installs from the package index; add transformers for the
+        # TrainerCallback.
+        "torch": ["torch>=2.1"],
         # Remote logdirs (s3:// and S3-compatible stores such as OBS); gs:// needs gcsfs, hdfs:// pyarrow.
         "remote": ["fsspec>=2023.1", "s3fs>=2023.1", "boto3"],
         "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
