@@ -119,10 +119,12 @@ def build_parser():
     sub.required = True
     _add_demo(sub)
     from . import convert, doctor, report
+    from .compare import cli as compare_cli
     from .health import cli as health_cli
 
     convert.add_convert_parser(sub)
     health_cli.add_check_parser(sub)
+    compare_cli.add_compare_parser(sub)
     doctor.add_doctor_parser(sub)
     report.add_report_parser(sub)
     return parser

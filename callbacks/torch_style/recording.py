@@ -227,6 +227,8 @@ class Recording:
             "debug": {"items": list(s.debug), "freq": s.debug_freq},
             "layers": dict(s.layers.describe(), selected=len(self.layer_names),
                            matched=s.layers.truncated_from or len(self.layer_names)),
+            # Shapes of the layers (what `tb-mindspore compare` checks a layer mapping against).
+            "layer_shapes": {p.names[i]: list(p.shapes[i]) for i in self.layer_index},
             "hparams": s.hparams,
             "logdir": s.logdir if "://" in s.logdir else os.path.abspath(s.logdir),
             "start_time": time.time(),

@@ -1,0 +1,105 @@
+"""The ``compare`` route's answer: :func:`~.engine.compare` of two runs the server has loaded, plus what the
+Compare view draws: each scalar quantity's two curves with their relative difference and tolerance, the first
+parted layers' curves, and a table of every mapped layer (README "Check a port from PyTorch")."""
+
+import numpy as np
+from tensorboard import errors
+
+from ..contract import vocabulary  # noqa: F401  (the tag vocabulary the runs are read with)
+from . import engine
+from .names import MappingError, parse_mapping
+from .tracks import LAYER_QUANTITIES
+
+__all__ = ["CompareReader", "DEFAULT_MAX_POINTS", "curve_indices"]
+
+DEFAULT_MAX_POINTS = 1000
+MAX_LAYER_CURVES = 6
+
+
+def curve_indices(n, max_points, keep=()):
+    """Evenly spaced row indices (first and last included) and the rows in ``keep``, sorted, at most
+    ``max_points + len(keep)``."""
+    if n <= max_points:
+        return np.arange(n)
+    idx = np.unique(np.round(np.linspace(0, n - 1, max_points)).astype(np.int64))
+    extra = np.asarray([k for k in keep if 0 <= k < n], dtype=np.int64)
+    return np.unique(np.concatenate([idx, extra]))
+
+
+def _floats(values):
+    return [engine._json_float(v) for v in values]
+
+
+def _curve(parting, col, max_points):
+    track = parting.track
+    keep = [int(parting.first_rows[col])] if parting.first_rows[col] >= 0 else []
+    idx = curve_indices(len(track), max_points, keep)
+    return {"column": track.columns[col], "steps": track.steps[idx].tolist(),
+            "run": _floats(track.run[idx, col]), "reference": _floats(track.reference[idx, col]),
+            "difference": _floats(parting.diff[idx, col]), "tolerance": _floats(parting.tol[idx, col]),
+            "first_step": int(track.steps[parting.first_rows[col]]) if parting.first_rows[col] >= 0 else None}
+
+
+def layer_table(partings):
+    """Every mapped layer with, per layer quantity, its first parting step and largest difference."""
+    rows = {}
+    for q in LAYER_QUANTITIES:
+        p = partings.get(q)
+        if p is None:
+            continue
+        with np.errstate(invalid="ignore"):
+            diff = np.where(np.isfinite(p.diff), p.diff, np.nan)
+            biggest = np.nanmax(diff, axis=0) if diff.size else np.zeros(len(p.track.columns))
+        for j, col in enumerate(p.track.columns):
+            entry = rows.setdefault(col, {"layer": col, "run_layers": list(p.track.pairs[j].run), "quantities": {}})
+            first = int(p.first_rows[j])
+            entry["quantities"][q] = {"first_step": int(p.track.steps[first]) if first >= 0 else None,
+                                      "max_difference": engine._json_float(np.nan_to_num(biggest[j]))}
+    return list(rows.values())
+
+
+class CompareReader:
+    """Answers ``compare`` over the server's data provider (both loaders), reading the two runs as ``check`` does."""
+
+    def __init__(self, data_provider):
+        self.data_provider = data_provider
+
+    def _read(self, ctx, experiment_id, names):
+        from ..health import sources
+
+        listing = sources.ProviderListing(self.data_provider, ctx, experiment_id, runs=names)
+        found = {r.run: r for r in sources.read_runs(self.data_provider, ctx, experiment_id, listing, names)}
+        for name in names:
+            if name not in found:
+                raise errors.NotFoundError("no run named %r with scalar series" % name)
+        return found
+
+    def answer(self, ctx, experiment_id, run, reference, noise=None, mapping_text=None, offset=None,
+               max_points=DEFAULT_MAX_POINTS):
+        mapping = None
+        if mapping_text:
+            from ..metadata import ContentError, loads_json
+
+            try:
+                mapping = parse_mapping(loads_json(mapping_text, "the mapping"), source="the mapping")
+            except (MappingError, ContentError) as e:
+                raise errors.InvalidArgumentError(str(e))
+        if run == reference:
+            raise errors.InvalidArgumentError("pick two different runs (run and reference are both %r)" % run)
+        names = [n for n in (run, reference, noise) if n]
+        found = self._read(ctx, experiment_id, names)
+        result, partings = engine.compare(found[run], found[reference], mapping_file=mapping,
+                                          noise=found.get(noise) if noise else None, offset=offset,
+                                          names=(run, reference, noise), with_partings=True)
+        result["curves"] = {q: _curve(p, 0, max_points) for q, p in partings.items() if q not in LAYER_QUANTITIES}
+        first = result["first"]
+        layer_curves = []
+        if first is not None and first["quantity"] in LAYER_QUANTITIES:
+            p = partings[first["quantity"]]
+            for name in first["layers"][:MAX_LAYER_CURVES]:
+                layer_curves.append(dict(_curve(p, p.track.columns.index(name), max_points),
+                                         quantity=first["quantity"]))
+        result["layer_curves"] = layer_curves
+        result["layer_table"] = layer_table(partings)
+        return result
+
