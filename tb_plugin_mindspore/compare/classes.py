@@ -178,7 +178,7 @@ def _weights_first(partings, run, reference, t0):
     shapes = _shapes(run, reference)
     evidence = ["the weights part at step %d while the loss and the gradients agree" % t0]
     if wn is not None and wn.parted:
-        found = _one_d_only(wn, shapes, t0, evidence, "weight norms")
+        found = _one_d_only(wn, shapes, t0, evidence, "weight norms", partings)
         if found is not None:
             return found
     ur = partings.get("update_ratio")
@@ -478,7 +478,28 @@ def _weight_decay(ur, shapes, t0, evidence):
     return _one_d_only(ur, shapes, t0, evidence, "update ratios")
 
 
-def _one_d_only(p, shapes, t0, evidence, what):
+def _decay_shaped(wn, partings, r0, one_d, early):
+    """Whether the weight norms' differences at row ``r0``, each measured in its layer's update size (the
+    reference's update ratio there), are far larger for the parted 1-D parameters than for every weight matrix: a
+    change to the size of every update (bias correction, a learning-rate factor) shows first in the small norms of
+    biases too, but in proportion to their updates."""
+    ur = partings.get("update_ratio")
+    step = int(wn.track.steps[r0])
+    r = ur.at(step) if ur is not None else None
+    if r is None:
+        return False
+    scaled = np.full(len(wn.track.columns), np.nan)
+    for j, col in enumerate(wn.track.columns):
+        if col in ur.track.columns:
+            u = ur.track.reference[r, ur.track.columns.index(col)]
+            if np.isfinite(u) and u > 0:
+                scaled[j] = wn.diff[r0, j] / u
+    matrices = scaled[~one_d & np.isfinite(scaled)]
+    biases = scaled[early & np.isfinite(scaled)]
+    return bool(biases.size and matrices.size and np.max(matrices) < 0.2 * np.min(biases))
+
+
+def _one_d_only(p, shapes, t0, evidence, what, partings=None):
     """``weight_decay`` when only 1-D parameters (biases, norm scales and shifts) part early in ``p`` (update
     ratios or weight norms) while every weight matrix agrees; else None."""
     pairs = p.track.pairs or []
@@ -492,6 +513,8 @@ def _one_d_only(p, shapes, t0, evidence, what):
     if not early.any() or not one_d.any() or one_d.all():
         return None
     if not np.all(one_d[early]) or np.any(parted[~one_d] & (p.first_rows[~one_d] <= r0 + 5)):
+        return None
+    if what == "weight norms" and not _decay_shaped(p, partings, r0, one_d, early):
         return None
     layers = _first_layers(p)
     j = p.track.columns.index(layers[0])

@@ -60,8 +60,9 @@ def read_run(path, what="RUN"):
         raise CompareInputError("%s %s is not a folder (give the run's folder)" % (what, path))
     runs = [r for r in runs_from_logdir(path) if r.scalars or r.layers]
     if not runs:
-        raise CompareInputError("%s %s holds no scalar series (no event files with a loss, learning rate or "
-                                "gradient norm)" % (what, path))
+        raise CompareInputError("%s %s holds no series to compare (a loss, learning rate, gradient norm, weight "
+                                "norm or per-layer series, under the callbacks' tags, mindformers' or plain names "
+                                "such as train/loss)" % (what, path))
     own = [r for r in runs if r.run == "."]
     if own:
         return own[0]

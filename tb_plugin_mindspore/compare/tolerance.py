@@ -31,6 +31,8 @@ noise, and the first step each column leaves its tolerance. Pure numpy, vectoris
   parting are reported as drift, not as a parting.
 """
 
+import warnings
+
 import numpy as np
 
 __all__ = ["FLOORS", "NOISE_FACTOR", "NOISE_MAX", "WINDOW", "DRIFT_LEVEL", "relative_difference", "quantum",
@@ -59,7 +61,9 @@ def relative_difference(a, b):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         mag = np.maximum(np.abs(a), np.abs(b))
         finite_mag = np.where(np.isfinite(mag), mag, np.nan)
-        scale = np.nanmedian(finite_mag, axis=0) if finite_mag.size else np.zeros(a.shape[1:])
+        with warnings.catch_warnings():     # a column of NaN only has no scale (handled below)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scale = np.nanmedian(finite_mag, axis=0) if finite_mag.size else np.zeros(a.shape[1:])
         scale = np.where(np.isfinite(scale) & (scale > 0), scale * 1e-6, 1e-30)
         d = np.abs(a - b) / np.maximum(mag, scale)
         fa, fb = np.isfinite(a), np.isfinite(b)
