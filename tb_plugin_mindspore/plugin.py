@@ -151,6 +151,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/media": self._serve_media, "/images": self._serve_images, "/image": self._serve_image,
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
+            "/compare": self._serve_compare,
         }
 
     def is_active(self):
@@ -302,6 +303,21 @@ class MindSporePlugin(base_plugin.TBPlugin):
             return self._cluster_reader().rank(run, metric, rank)
         max_steps = _int_arg(request, "max_steps", cluster.DEFAULT_MAX_STEPS, 1, cluster.MAX_STEPS_LIMIT)
         return self._cluster_reader().matrix(run, metric, max_steps)
+
+    # -- port check: a run against its reference (compare/answer.py) -------------------------------------------------
+    @json_route
+    def _serve_compare(self, request):
+        from .compare import answer
+
+        if getattr(self, "_compares", None) is None:
+            self._compares = answer.CompareReader(self._data_provider)
+        ctx, eid = self._ctx(request)
+        run, reference = _required(request, "run"), _required(request, "reference")
+        offset = _int_arg(request, "offset", None, -1000000, 1000000)
+        max_points = _int_arg(request, "max_points", answer.DEFAULT_MAX_POINTS, 10, MAX_POINTS_LIMIT)
+        return self._compares.answer(ctx, eid, run, reference, noise=request.args.get("noise") or None,
+                                     mapping_text=request.args.get("mapping") or None, offset=offset,
+                                     max_points=max_points)
 
     # -- loss landscapes (reading/landscapes.py) -------------------------------------------------------------------
     def _landscape_reader(self):
