@@ -391,7 +391,10 @@ class Recording:
 
     # -- end -------------------------------------------------------------------------------------------------------
     def scalar(self, tag, value, step=None):
-        """Any other scalar (an evaluation: ``diagnostic/eval_loss``, ``diagnostic/eval/<metric>``)."""
+        """Any other scalar (an evaluation: ``diagnostic/eval_loss``, ``diagnostic/eval/<metric>``), also before the
+        first step (an evaluation of the untrained model at step 0)."""
+        if not self.started:
+            self.start()
         if self.writer is not None:
             self.writer.scalar(tag, float(value), self.step if step is None else int(step))
 

@@ -182,6 +182,13 @@ def _weights_first(partings, run, reference, t0):
         if found is not None:
             return found
     ur = partings.get("update_ratio")
+    if ur is not None and ur.parted and ur.first_step <= t0 + 2:
+        # The update itself is seen a step later (a loop records its first update ratio at step 2): judge it there.
+        found = _optimizer(partings, run, reference, ur.first_step)
+        found["evidence"].insert(0, "the weights part at step %d (%s: a small norm shows a change of the update "
+                                    "first), the update ratios at step %d"
+                                 % (t0, ", ".join(_first_layers(wn)[:3]), ur.first_step))
+        return found
     evidence.append("their update ratios are within tolerance so far (the weights add up small differences)"
                     if ur is not None else
                     "record update ratios (debug=['update_ratio']) on both sides to tell which optimizer setting")
@@ -262,9 +269,13 @@ def _updates_so_far(partings, step, col_name):
         return None
     j = ur.track.columns.index(col_name)
     rows = ur.track.steps <= step
-    vals = np.abs(np.nan_to_num(ur.track.reference[rows, j], nan=0.0, posinf=0.0))
+    if not rows.any():          # the first update ratios come later (a loop's at step 2): their size stands in
+        rows = ur.track.steps == ur.track.steps[0]
+    vals = np.maximum(np.abs(ur.track.reference[rows, j]), np.abs(ur.track.run[rows, j]))
     if not vals.size:
         return None
+    if not np.all(np.isfinite(vals)):
+        return np.inf        # weights that were 0 (a norm's shift): their norm is all update, nothing to tell
     # Steps between recorded ones count too: scale by the steps covered.
     covered = max(1, int(step) - int(ur.track.steps[0]) + 1)
     return float(np.sum(vals)) * covered / vals.size
@@ -276,6 +287,8 @@ def _init(partings, t0):
     wn = partings.get("layer_weight_norm")
     if wn is not None and (not wn.parted or int(wn.track.steps[0]) > t0 or wn.first_step != int(wn.track.steps[0])):
         return None
+    if wn is not None and partings.get("update_ratio") is None:
+        return None          # without update ratios a weight norm cannot be told from the updates that moved it
     if wn is None:
         g = partings.get("weight_norm")
         if g is not None and g.parted and g.first_step == int(g.track.steps[0]) and g.diff[0, 0] > 1e-2:
@@ -324,11 +337,18 @@ def _permutation(loss, start, rows=20, reach=3):
 
 
 def _eval_agrees(partings, t0):
-    """``(True/False/None, evidence)``: whether the eval loss agrees much better than the training loss near the
-    first eval step after ``t0`` (None: no eval loss in both)."""
+    """``(True/False/None, evidence)``: whether the model's function agrees while the training loss does not. Best
+    is an evaluation of the same weights the step ``t0`` trained from (at step ``t0 - 1``, e.g. before training):
+    it agrees within its tolerance or not. Else the first evaluation after ``t0``: it agrees when 3x closer than the
+    training loss up to there. None: no eval loss in both."""
     ev, loss = partings.get("eval_loss"), partings.get("loss")
     if ev is None or loss is None:
         return None, ""
+    before = ev.at(t0 - 1)
+    if before is not None:
+        d, tol = float(ev.diff[before, 0]), float(ev.tol[before, 0])
+        return d <= tol, ("evaluated with the weights step %d trained from, the two models %s (eval loss "
+                          "difference %s, tolerance %s)" % (t0, "agree" if d <= tol else "differ", _fmt(d), _fmt(tol)))
     rows = np.flatnonzero(ev.track.steps >= t0)
     if not rows.size:
         return None, ""
@@ -339,7 +359,7 @@ def _eval_agrees(partings, t0):
     if not train.size:
         return None, ""
     d_eval, d_train = float(ev.diff[r, 0]), float(np.median(train))
-    agrees = d_eval < d_train / 5
+    agrees = d_eval < d_train / 3
     return agrees, ("evaluation loss at step %d differs by %s against %s for the training loss up to there"
                     % (step, _fmt(d_eval), _fmt(d_train)))
 
@@ -390,6 +410,11 @@ def _forward_side(partings, t0):
                         "match a neighbouring step's loss far better than their own): the batches come in another "
                         "order" % (example[0], example[1], round(100 * frac)))
         return _answer("data", evidence, "high")
+    if agrees is not False and apart < 0.5 * rough_b:
+        evidence.append("the difference changes sign from step to step and is smaller than the loss's own change "
+                        "from one batch to the next (%s against %s): the same batches, perturbed in training only"
+                        % (_fmt(apart), _fmt(rough_b)))
+        return _answer("dropout", evidence, "medium" if agrees else "low")
     if agrees is not False and apart <= 3 * max(rough_b, 1e-12):
         evidence.append("the difference changes sign from step to step (the run is higher at %d%% of %d steps) and "
                         "is the size of the loss's own change from one batch to the next (%s against %s): other "
@@ -553,6 +578,10 @@ def _bias_correction(ur, run, reference, evidence):
                        for row, g in zip(logs, good)])
     expected = np.log(bias_correction_factor(ur.track.steps[rows], beta1, beta2))
     ok = np.isfinite(med)
+    # Only early in training does the correction differ from 1, and then it moves every layer's update.
+    if not np.any(np.abs(expected[ok]) > np.log(1.25)) or np.mean(ur.first_rows[ur.first_rows >= 0] <= r0 + 1) * \
+            np.sum(ur.first_rows >= 0) < 0.5 * len(ur.track.columns):
+        return None
     if ok.sum() < 2 or np.median(spread[ok]) > np.log(1.3):
         return None
     for sign, side in ((-1, "run"), (1, "reference")):
@@ -631,5 +660,5 @@ def _eval_only(partings, t0):
     if bn:
         evidence.append("the model has BatchNorm layers (%s), whose moving statistics only evaluation uses"
                         % ", ".join(bn[:4]))
-        return _answer("batchnorm_momentum", evidence, "high", [n for n in names if _BATCHNORM.search(n)][:10])
+        return _answer("batchnorm_momentum", evidence, "high", bn[:10])
     return _answer("eval_mode", evidence, "medium")

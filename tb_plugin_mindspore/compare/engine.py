@@ -17,6 +17,8 @@ __all__ = ["compare", "Parting", "VERSION", "MAX_LAYERS_LISTED"]
 
 VERSION = 1
 MAX_LAYERS_LISTED = 10
+# Classes whose difference starts in particular layers (the others act on the whole run: the schedule, the data).
+LAYER_CLASSES = ("init", "forward", "backward", "weight_decay", "adam_epsilon", "optimizer", "unknown")
 
 
 @dataclass
@@ -209,7 +211,7 @@ def compare(run, reference, mapping_file=None, noise=None, offset=None, names=No
     }
     if likely is not None and out["first"] is not None:
         out["first"]["class"] = likely["class"]
-        if not out["first"]["layers"]:
+        if not out["first"]["layers"] and likely["class"] in LAYER_CLASSES:
             # Where it starts: the class's layers, else the first layer quantity that parts at the same step.
             t0 = out["first"]["step"]
             out["first"]["layers"] = list(likely["layers"]) or next(
