@@ -46,8 +46,8 @@ CLASSES = {
              "Feed both runs the same batches in the same order (no shuffle, or the same sampler seed) and turn "
              "random augmentation off for the check."),
     "dropout": ("dropout", "dropout left on",
-                "Turn dropout off on both sides for the check (p=0 or evaluation mode for those layers): random "
-                "masks never agree across frameworks."),
+                "Turn dropout off on both sides for the check (p=0 or evaluation mode for those layers), and random "
+                "augmentation: random masks never agree across frameworks."),
     "backward": ("backward", "backward pass: gradients differ at equal loss",
                  "Check custom gradients, stop-gradient / detach, loss scaling and the loss reduction (sum or mean) "
                  "around the layers named."),
@@ -125,6 +125,18 @@ def likely_class(partings, run, reference, order):
     lr = partings.get("learning_rate")
     if lr is not None and lr.parted and lr.first_step <= t0:
         return _lr_schedule(lr)
+    loss = partings.get("loss")
+    if loss is not None and t0 < int(loss.track.steps[0]):
+        # Something parts before the first training step (an evaluation of the untrained models): the models
+        # differ before training.
+        wn = partings.get("layer_weight_norm")
+        found = _init(partings, int(wn.track.steps[0])) if wn is not None else None
+        if found is not None:
+            found["evidence"].insert(0, "%s parts at step %d, before training" % (order[0]["quantity"], t0))
+            return found
+        return _answer("forward", ["%s parts at step %d, before training, while the weights agree: the models "
+                                   "compute differently" % (order[0]["quantity"], t0)], "medium",
+                       _first_layers(partings.get("layer_grad_norm")))
     found = _init(partings, t0)
     if found is not None:
         return found
@@ -315,25 +327,29 @@ def _init(partings, t0):
 
 
 def _permutation(loss, start, rows=20, reach=3):
-    """Fraction of ``rows`` steps from row ``start`` whose run loss is the reference's at a neighbouring step
-    (within ``reach``) far better than at its own step, and one example ``(step, other step)``."""
+    """Batches in another order: the fraction of ``rows`` steps from row ``start`` that pair up with a neighbouring
+    step (within ``reach``) both ways, each one's loss the other's far better than its own (a swap of two batches
+    matches twice; a perturbation of the same batches, dropout, matches now and then and never both ways), and one
+    such pair ``(step, other step)``."""
     a, b = loss.track.run[:, 0], loss.track.reference[:, 0]
     stop = min(start + rows, a.size)
-    n = stop - start
-    hits, example = 0, None
+    best = {}
     for i in range(start, stop):
         same = abs(a[i] - b[i]) / max(abs(b[i]), 1e-12)
-        best, best_j = np.inf, None
+        found = None
         for j in range(max(0, i - reach), min(a.size, i + reach + 1)):
             if j != i:
                 d = abs(a[i] - b[j]) / max(abs(b[j]), 1e-12)
-                if d < best:
-                    best, best_j = d, j
-        if best_j is not None and best < same / 3 and best < 0.05:
-            hits += 1
-            if example is None:
-                example = (int(loss.track.steps[i]), int(loss.track.steps[best_j]))
-    return (hits / n if n else 0.0), example
+                if found is None or d < found[1]:
+                    found = (j, d)
+        if found is not None and found[1] < same / 3 and found[1] < 0.05:
+            best[i] = found[0]
+    pairs = [(i, j) for i, j in best.items() if best.get(j) == i]
+    n = stop - start
+    if not pairs or not n:
+        return 0.0, None
+    i, j = pairs[0]
+    return len(pairs) / n, (int(loss.track.steps[i]), int(loss.track.steps[j]))
 
 
 def _eval_agrees(partings, t0):
@@ -405,11 +421,16 @@ def _forward_side(partings, t0):
                            g_steps))
         return _answer("dropout", evidence, "medium" if agrees is None else "high")
     frac, example = _permutation(loss, r0)
-    if frac >= 0.4:
-        evidence.append("the run's loss at step %d is the reference's at step %d (%d%% of the steps from there "
-                        "match a neighbouring step's loss far better than their own): the batches come in another "
+    if frac >= 0.3:
+        evidence.append("the run's loss at step %d is the reference's at step %d and the other way round (%d%% of "
+                        "the steps from there pair up so with a neighbouring step): the batches come in another "
                         "order" % (example[0], example[1], round(100 * frac)))
         return _answer("data", evidence, "high")
+    if agrees and "weights step" in said:
+        evidence.append("the training loss differs at random from step to step (higher at %d%% of %d steps) while "
+                        "the same weights evaluate alike: something random acts in training only, a dropout layer "
+                        "left on (or a random augmentation of the inputs)" % (round(100 * higher), a.size))
+        return _answer("dropout", evidence, "medium")
     if agrees is not False and apart < 0.5 * rough_b:
         evidence.append("the difference changes sign from step to step and is smaller than the loss's own change "
                         "from one batch to the next (%s against %s): the same batches, perturbed in training only"
