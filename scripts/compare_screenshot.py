@@ -28,7 +28,7 @@ def main(run, reference, out="docs/compare.png"):
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page(viewport={"width": 1280, "height": 2600})   # the whole section on screen
             page.goto(base + "/#mindspore")
             frame = page.wait_for_selector("iframe", timeout=60000).content_frame()
             section = frame.locator("[data-testid=compare-section]")

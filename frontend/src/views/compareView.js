@@ -225,7 +225,9 @@ class CompareSection {
   curves(result) {
     const names = { run: `${result.run} (run)`, reference: `${result.reference} (reference)` };
     const grid = el("div", { class: "ms-compare-grid", "data-testid": "compare-curves" });
-    for (const q of CURVE_ORDER) {
+    // The quantities that part first come first, then the others in the order of a training step.
+    const parted = (result.order || []).map((e) => e.quantity).filter((q) => CURVE_ORDER.includes(q));
+    for (const q of [...new Set([...parted, ...CURVE_ORDER])]) {
       const curve = result.curves && result.curves[q];
       if (curve) grid.appendChild(this.chartPair(curve, quantityLabel(q), names, "compare-curve"));
     }
