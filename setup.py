@@ -57,6 +57,7 @@ setup(
     packages=[
         "tb_plugin_mindspore",
         "tb_plugin_mindspore.contract",
+        "tb_plugin_mindspore.compare",
         "tb_plugin_mindspore.reading",
         "tb_plugin_mindspore.health",
         "tb_plugin_mindspore.health.rules",
