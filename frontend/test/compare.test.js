@@ -1,7 +1,7 @@
 // The Compare section's pure functions: verdict text, order rows, layer table, the mapping sent back.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { layerRows, mappingFromEdits, orderRows, verdictText, curveSeries } from "../src/views/compareModel.js";
+import { layerRows, mappingFile, mappingFromEdits, orderRows, verdictText, curveSeries } from "../src/views/compareModel.js";
 
 const result = {
   verdict: "part",
@@ -32,8 +32,9 @@ test("order rows and the layer table, parted layers first", () => {
 
 test("edits become the mapping the route reads", () => {
   assert.equal(mappingFromEdits({ pairs: {}, removed: [] }), null);
-  assert.deepEqual(mappingFromEdits({ pairs: { "head.kernel": ["head.weight"], x: [] }, removed: ["a.b[0]"] }),
-    { pairs: { "head.kernel": ["head.weight"] }, ignore: ["^a\\.b\\[0\\]$"] });
+  const edits = { pairs: { "head.kernel": ["head.weight"], x: [] }, removed: ["a.b[0]"] };
+  assert.deepEqual(mappingFromEdits(edits), { pairs: { "head.kernel": ["head.weight"] }, ignore: ["a.b[0]"] });
+  assert.deepEqual(mappingFile(edits), { pairs: { "head.kernel": ["head.weight"] }, ignore: ["^a\\.b\\[0\\]$"] });
 });
 
 test("a curve becomes the values and the difference charts' series", () => {

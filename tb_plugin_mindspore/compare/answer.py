@@ -14,6 +14,7 @@ __all__ = ["CompareReader", "DEFAULT_MAX_POINTS", "curve_indices"]
 
 DEFAULT_MAX_POINTS = 1000
 MAX_LAYER_CURVES = 6
+MAX_MAPPING_CHARS = 200000      # the view's edits of a large model's mapping fit many times over
 
 
 def curve_indices(n, max_points, keep=()):
@@ -80,8 +81,10 @@ class CompareReader:
         if mapping_text:
             from ..metadata import ContentError, loads_json
 
+            if len(mapping_text) > MAX_MAPPING_CHARS:
+                raise errors.InvalidArgumentError("the mapping is longer than %d characters" % MAX_MAPPING_CHARS)
             try:
-                mapping = parse_mapping(loads_json(mapping_text, "the mapping"), source="the mapping")
+                mapping = parse_mapping(loads_json(mapping_text, "the mapping"), source="the mapping", exact=True)
             except (MappingError, ContentError) as e:
                 raise errors.InvalidArgumentError(str(e))
         if run == reference:

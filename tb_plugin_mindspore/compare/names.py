@@ -158,10 +158,16 @@ class MappingFile:
         return not (self.pairs or self.rules or self.ignore)
 
 
-def parse_mapping(obj, source="mapping"):
-    """A :class:`MappingFile` from a decoded JSON / YAML object; raises :class:`MappingError` naming the field."""
+def parse_mapping(obj, source="mapping", exact=False):
+    """A :class:`MappingFile` from a decoded JSON / YAML object; raises :class:`MappingError` naming the field.
+
+    ``exact``: what a request may send (the Compare view's edits): ``pairs``, and ``ignore`` as exact layer names;
+    no regular expressions (a server never compiles one from a request)."""
     if obj is None:
         return MappingFile(source=source)
+    if exact and isinstance(obj, dict) and obj.get("rules"):
+        raise MappingError("%s: rules (regular expressions) belong in a mapping file; send pairs and ignore "
+                           "(exact layer names)" % source)
     if not isinstance(obj, dict):
         raise MappingError("%s must be an object with 'pairs', 'rules' and/or 'ignore'" % source)
     unknown = sorted(set(obj) - {"pairs", "rules", "ignore"})
@@ -187,6 +193,8 @@ def parse_mapping(obj, source="mapping"):
             raise MappingError("%s: rules[%d] is not a valid regular expression: %s" % (source, i, e)) from None
     ignore = []
     for i, pattern in enumerate(obj.get("ignore") or []):
+        if exact:
+            pattern = "^%s$" % re.escape(str(pattern))
         try:
             ignore.append(re.compile(str(pattern)))
         except re.error as e:
@@ -300,7 +308,8 @@ def map_layers(run_layers, reference_layers, mapping_file=None, run_shapes=None,
 
 def _ignored(name, mf, out):
     if any(p.search(name) for p in mf.ignore):
-        out.ignored.append(name)
+        if name not in out.ignored:
+            out.ignored.append(name)
         return True
     return False
 

@@ -98,19 +98,27 @@ export function layerRows(result) {
   return rows;
 }
 
-/** The mapping JSON for the route from the user's edits: pairs chosen for unmapped run layers, pairs removed
- * (their layers left out with an exact-name ignore rule), on top of a mapping file's own pairs. */
+/** The mapping JSON for the route from the user's edits: pairs chosen for unmapped run layers, and the run layers
+ * of removed pairs left out (exact names: the route takes no regular expressions). */
 export function mappingFromEdits(edits) {
   const pairs = {};
   for (const [run, refs] of Object.entries((edits && edits.pairs) || {})) {
     const list = (Array.isArray(refs) ? refs : [refs]).filter((r) => typeof r === "string" && r);
     if (list.length) pairs[run] = list;
   }
-  const ignore = ((edits && edits.removed) || []).map((name) => `^${escapeRegex(name)}$`);
+  const ignore = ((edits && edits.removed) || []).map(String);
   const out = {};
   if (Object.keys(pairs).length) out.pairs = pairs;
   if (ignore.length) out.ignore = ignore;
   return Object.keys(out).length ? out : null;
+}
+
+/** The same edits as a mapping file for `tb-mindspore compare --mapping` (whose ignore entries are regular
+ * expressions: the names escaped). */
+export function mappingFile(edits) {
+  const m = mappingFromEdits(edits) || { pairs: {} };
+  if (m.ignore) m.ignore = m.ignore.map((name) => `^${escapeRegex(name)}$`);
+  return m;
 }
 
 export function escapeRegex(text) {

@@ -15,6 +15,7 @@ import {
   LAYER_QUANTITIES,
   curveSeries,
   layerRows,
+  mappingFile,
   mappingFromEdits,
   orderRows,
   quantityLabel,
@@ -327,7 +328,7 @@ class CompareSection {
   }
 
   saveMapping() {
-    const mapping = mappingFromEdits(this.edits) || { pairs: {} };
+    const mapping = mappingFile(this.edits);
     const blob = new Blob([JSON.stringify(mapping, null, 1) + "\n"], { type: "application/json" });
     const a = el("a", { href: URL.createObjectURL(blob), download: "port_mapping.json", "data-testid": "compare-mapping-link" });
     document.body.appendChild(a);
