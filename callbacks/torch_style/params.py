@@ -115,6 +115,8 @@ class ModuleParams:
             raise ValueError("lr must be a number, a sequence of numbers (one per group) or a callable, got %r"
                              % (lr,))
         self.names = names
+        # Where the names come from (the run information says it): the model's named_parameters() or given.
+        self.names_from = "named_parameters" if model is not None and param_names is None else "given"
         self.params = tensors
         self.shapes = [_shape(p) for p in tensors]
         self.optimizer = optimizer

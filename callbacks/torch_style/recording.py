@@ -221,7 +221,7 @@ class Recording:
             "optimizer_groups": (p.describe_optimizer() or {}).get("groups"),
             "lr_groups": p.num_groups,
             "lr_config": p.lr_config(),
-            "param_names": "named_parameters" if p.names and not p.names[0].startswith("param") else "given",
+            "param_names": p.names_from,
             "parameters": len(p.params),
             "diagnostic": {"freq": s.diagnostic_freq, "weight_norms": s.weight_norms, "eval": False},
             "debug": {"items": list(s.debug), "freq": s.debug_freq},

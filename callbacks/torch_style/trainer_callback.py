@@ -99,15 +99,16 @@ class TrainerMonitor(TrainerCallback):
         self._close_run()
         s = self.settings
         if s.hparams is None:
-            s.hparams = {k: v for k, v in (
-                ("learning_rate", args.learning_rate), ("lr_scheduler_type", str(getattr(args.lr_scheduler_type,
-                                                                                         "value", args.lr_scheduler_type))),
-                ("per_device_train_batch_size", args.per_device_train_batch_size),
-                ("gradient_accumulation_steps", args.gradient_accumulation_steps),
-                ("weight_decay", args.weight_decay), ("warmup_steps", args.warmup_steps),
-                ("warmup_ratio", args.warmup_ratio), ("max_grad_norm", args.max_grad_norm), ("seed", args.seed))}
-        s.batch_size = (args.per_device_train_batch_size * max(1, args.gradient_accumulation_steps)
-                        * max(1, getattr(args, "world_size", 1)))
+            names = ("learning_rate", "lr_scheduler_type", "per_device_train_batch_size",
+                     "gradient_accumulation_steps", "weight_decay", "warmup_steps", "warmup_ratio", "max_grad_norm",
+                     "seed")
+            values = {n: getattr(args, n, None) for n in names}
+            values["lr_scheduler_type"] = str(getattr(values["lr_scheduler_type"], "value",
+                                                      values["lr_scheduler_type"]))
+            s.hparams = {k: v for k, v in values.items() if v is not None}
+        accumulation = max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1))
+        s.batch_size = (int(getattr(args, "per_device_train_batch_size", 1) or 1) * accumulation
+                        * max(1, int(getattr(args, "world_size", 1) or 1)))
         writes = bool(state.is_world_process_zero)
         params = ModuleParams(model, optimizer, scheduler=lr_scheduler)
         if writes:
@@ -115,9 +116,11 @@ class TrainerMonitor(TrainerCallback):
             self._forward = model.register_forward_hook(self._on_forward)
         info = {"grad_norm_source": "backward pass, before clipping" if self._tap is not None and self._tap.active
                 else "on_pre_optimizer_step (after the Trainer's clipping)",
-                "trainer": {"max_steps": state.max_steps, "num_train_epochs": args.num_train_epochs,
-                            "gradient_accumulation_steps": args.gradient_accumulation_steps,
-                            "max_grad_norm": args.max_grad_norm, "logging_steps": args.logging_steps}}
+                "trainer": {"max_steps": getattr(state, "max_steps", None),
+                            "num_train_epochs": getattr(args, "num_train_epochs", None),
+                            "gradient_accumulation_steps": accumulation,
+                            "max_grad_norm": getattr(args, "max_grad_norm", None),
+                            "logging_steps": getattr(args, "logging_steps", None)}}
         self.recording = Recording(s, params, entry_point="transformers.Trainer", info=info, writes=writes)
         self.recording.start(step=state.global_step)
         self._micro = []
