@@ -74,7 +74,7 @@ def make_runs(steps, layers, every, seed=0):
 
 
 def write_files(folder, runs):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     for r in runs:
         path = os.path.join(folder, r.run)

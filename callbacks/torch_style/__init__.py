@@ -8,6 +8,10 @@ torch-style ``param_groups``) recorded in the MindSpore callbacks' data contract
   point, :mod:`.tensor_ops`: the few tensor operations they need.
 
 Exports are imported on first use (``TrainerMonitor`` needs ``transformers``; nothing here needs MindSpore).
+
+May import: ``tb_plugin_mindspore``'s ``contract`` and ``writing`` layers (and ``metadata``); never MindSpore, the
+MindSpore callbacks' ``common``, ``cells`` or ``recorders`` (they import MindSpore), nor the server's ``answers``,
+``server`` or ``commands``. PyTorch and transformers only inside the modules that need them.
 """
 
 import importlib
@@ -30,6 +34,7 @@ def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    # lazy: TrainerMonitor imports transformers, which only its users have
     value = getattr(importlib.import_module("." + module, __name__), name)
     globals()[name] = value
     return value

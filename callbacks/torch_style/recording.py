@@ -31,6 +31,8 @@ import numpy as np
 
 from tb_plugin_mindspore import __version__ as plugin_version
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import run_end
+from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
 from .params import DEFAULT_MAX_LAYERS, LayerPick
 from .tensor_ops import ops_for
@@ -195,8 +197,6 @@ class Recording:
         if not self.layer_index:
             logger.warning("tb-mindspore: no parameter matches the layer selection %s; per-layer series are off",
                            self.settings.layers.describe())
-        from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
-
         s = self.settings
         self.writer = SummaryWriter(s.logdir, flush_secs=s.flush_secs, max_queue=s.max_queue)
         install_signal_handlers()
@@ -409,8 +409,6 @@ class Recording:
         try:
             if self.step > 0:
                 self._points(self.step, final=True)
-            from tb_plugin_mindspore.contract import run_end
-
             self.writer.value(run_end.value(status, self.step, time.time(), reason), self.step, sticky=True)
         except Exception:
             self.error("end")

@@ -1,7 +1,7 @@
 // The Compare section's pure functions: verdict text, order rows, layer table, the mapping sent back.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { layerRows, mappingFile, mappingFromEdits, orderRows, verdictText, curveSeries } from "../src/views/compareModel.js";
+import { layerRows, mappingFile, mappingFromEdits, orderRows, verdictText, curveSeries } from "../src/views/sections/compare/compareModel.js";
 
 const result = {
   verdict: "part",

@@ -5,8 +5,11 @@ data contract), step by step.
 * :mod:`.tracks`: both runs' quantities on their common steps, layer by mapped layer;
 * :mod:`.tolerance`: relative differences, tolerances from the runs' own float noise, the first step each part;
 * :mod:`.classes`: the likely class of the difference, with its evidence;
-* :mod:`.engine`: :func:`~.engine.compare`, the answer of ``tb-mindspore compare`` and of the ``compare`` route;
-* :mod:`.cli`: the command.
+* :mod:`.engine`: :func:`~.engine.compare`, the answer of ``tb-mindspore compare`` (``commands/compare.py``) and of
+  the ``compare`` route (``answers/compare.py``).
 
-Pure numpy over the health rules' :class:`~tb_plugin_mindspore.health.series.RunSeries`; no MindSpore, no torch.
+Pure numpy over two runs' series as the health rules read them (``health.series.RunSeries``, taken as given: this
+layer sits beside ``health`` and imports neither it nor anything above; no MindSpore, no torch).
+
+May import: ``contract``, ``io`` and the standard library, numpy.
 """

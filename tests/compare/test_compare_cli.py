@@ -14,7 +14,7 @@ import pytest
 
 from tb_plugin_mindspore.cli import main as cli_main
 from tb_plugin_mindspore.compare import tolerance
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 OURS = {"loss": "core/loss", "lr": "core/learning_rate", "grad": "core/grad_norm", "eval": "diagnostic/eval_loss"}
 HF = {"loss": "train/loss", "lr": "train/learning_rate", "grad": "train/grad_norm", "eval": "eval/loss"}

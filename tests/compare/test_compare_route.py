@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 LAYERS_MS = ["fc.weight", "fc.bias", "bn.gamma", "bn.beta", "head.kernel"]
 LAYERS_PT = ["fc.weight", "fc.bias", "bn.weight", "bn.bias", "head.weight"]

@@ -15,7 +15,7 @@ pytest.importorskip("mindspore")
 
 import port_pairs  # noqa: E402
 from extras import require_env  # noqa: E402
-from tb_plugin_mindspore.compare.cli import read_run  # noqa: E402
+from tb_plugin_mindspore.commands.compare import read_run  # noqa: E402
 from tb_plugin_mindspore.compare.engine import compare  # noqa: E402
 
 MATCH_STEPS = 200

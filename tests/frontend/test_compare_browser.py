@@ -10,7 +10,7 @@ import pytest
 
 from browser_helpers import ARTIFACTS, assert_same_origin, open_tab
 from tb_harness import tensorboard_process
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 pytestmark = pytest.mark.slow
 
