@@ -7,7 +7,8 @@
 // as a mapping file for `tb-mindspore compare --mapping`. Layer and run names only ever reach the page as text.
 
 import css from "./compare.css?inline";
-import { getJson } from "../../../api/client.js";
+import { fetchRuns } from "../../../api/client.js";
+import { fetchCompare } from "../../../api/compare.js";
 import { LineChart } from "../../../chart/lineChart.js";
 import { el, clear } from "../../../base/dom.js";
 import { sectionShell } from "../../sectionShell.js";
@@ -94,13 +95,12 @@ class CompareSection {
   }
 
   async refresh() {
-    let body;
+    let runs;
     try {
-      body = await getJson("runs", {});
+      runs = await fetchRuns();
     } catch (e) {
       return;
     }
-    const runs = Array.isArray(body.runs) ? body.runs.map(String) : [];
     this.element.hidden = runs.length < 2;
     this.element.dataset.state = runs.length < 2 ? "empty" : "ready";
     if (JSON.stringify(runs) === JSON.stringify(this.runs)) return;
@@ -124,17 +124,14 @@ class CompareSection {
     if (run !== this.pick.run || reference !== this.pick.reference) this.edits = { pairs: {}, removed: [] };
     this.pick = { run, reference, noise };
     savePick(this.pick);
-    const params = { run, reference };
-    if (noise) params.noise = noise;
     const mapping = mappingFromEdits(this.edits);
-    if (mapping) params.mapping = JSON.stringify(mapping);
     const gen = ++this.generation;
     this.card.dataset.state = "loading";
     this.status.hidden = false;
     this.status.textContent = "Comparing…";
     let result;
     try {
-      result = await getJson("compare", params);
+      result = await fetchCompare({ run, reference, noise, mapping });
     } catch (e) {
       if (gen !== this.generation) return;
       this.card.dataset.state = "error";
