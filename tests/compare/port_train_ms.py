@@ -12,7 +12,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 import port_spec as spec
-from tb_mindspore_callbacks import LoopMonitor
+from tb_mindspore_callbacks import Debug, Diagnostic, Layers, LoopMonitor, Storage
 
 
 class MLP(nn.Cell):
@@ -158,9 +158,9 @@ def train(model_name, spec_file, run_dir, inject, s):
 
     grad_fn = ms.jit(ms.value_and_grad(forward, None, opt.parameters))
     target_index = [torch_name(p.name) for p in opt.parameters].index(target)
-    with LoopMonitor(run_dir, opt, collect_freq=1, debug=["update_ratio", "layer_grad_norm"], debug_freq=1,
-                     diagnostic_freq=1, layers_include=".", max_layers=200, batch_size=spec.BATCH,
-                     live_health=False, flight_recorder=0, registry=None) as mon:
+    with LoopMonitor(run_dir, opt, collect_freq=1, batch_size=spec.BATCH, flight_recorder=0, health=False,
+                     debug=Debug(items=["update_ratio", "layer_grad_norm"], every=1), diagnostic=Diagnostic(every=1),
+                     layers=Layers(include=".", max=200), storage=Storage(registry=None)) as mon:
         net.set_train(False)           # the model before training, evaluated as at every eval_every steps
         eval0 = float(forward(ms.Tensor(x[0]), ms.Tensor(y[0])).asnumpy())
         for step in range(1, s["steps"] + 1):
