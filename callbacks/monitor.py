@@ -6,7 +6,6 @@ from mindspore.train import Callback
 from tb_plugin_mindspore import metadata
 
 from .common.util import cb_get, find_cell, find_optimizer, logger
-from .cells.layers import DEFAULT_MAX_LAYERS
 from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, Recorder, default_recorders
 from .recorders.options import from_keywords
 from .recorders.settings import DEBUG_ITEMS
