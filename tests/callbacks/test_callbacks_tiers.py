@@ -504,7 +504,8 @@ import mindspore as ms
 from mindspore import nn
 from mindspore.train import Model
 from cb_helpers import classification_data, dense_net
-from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor, compute_landscape, make_run_dir
+from tb_mindspore_callbacks import (Debug, LoopMonitor, MonitoredTrainCell, Storage, TrainMonitor, compute_landscape,
+                                    make_run_dir)
 
 run = make_run_dir(sys.argv[1], "dep", {"lr": 0.05})
 for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
@@ -513,7 +514,7 @@ for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
     opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     Model(MonitoredTrainCell.wrap(net, loss_fn, opt)).train(1, classification_data(6), callbacks=[
-        TrainMonitor(run, collect_freq=2, debug="all", debug_freq=3, max_file_bytes=4096)])
+        TrainMonitor(run, collect_freq=2, debug=Debug(items="all", every=3), storage=Storage(max_file_bytes=4096))])
 with LoopMonitor(run, opt, collect_freq=2) as mon:
     mon.step(ms.Tensor(np.float32(1.0)))
 ms.set_context(mode=ms.GRAPH_MODE)

@@ -40,15 +40,15 @@ def _child(entry, mode, steps, debug, logdir):
     from mindspore.train import Callback, Model
 
     from cb_helpers import dense_net
-    from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks import Debug, Diagnostic, LoopMonitor, MonitoredTrainCell, Storage, TrainMonitor
 
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     net = dense_net()
     opt = nn.Adam(net.trainable_params(), learning_rate=nn.CosineDecayLR(1e-4, 1e-2, steps))
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    kwargs = dict(collect_freq=5, diagnostic_freq=5, registry=None, batch_size=8)
+    kwargs = dict(collect_freq=5, diagnostic=Diagnostic(every=5), storage=Storage(registry=None), batch_size=8)
     if debug != "none":
-        kwargs.update(debug=debug, debug_freq=10)
+        kwargs.update(debug=Debug(items=debug, every=10))
     rs = np.random.RandomState(0)
     xs = [Tensor(rs.randn(8, 4).astype(np.float32)) for _ in range(4)]
     ys = [Tensor((rs.rand(8) > 0.5).astype(np.int32)) for _ in range(4)]
