@@ -68,17 +68,17 @@ def _child(entry, mode, steps, debug, logdir):
         if entry == "loop_bare":              # the same loop without monitoring: the reference for memory
             for i in range(1, steps + 1):
                 marker(i)
-                started = time.perf_counter()
+                started = time.process_time()
                 loss, grads = grad_fn(xs[i % 4], ys[i % 4])
                 opt(grads)
                 loss.asnumpy() if i % 5 == 0 else None
-                times.append(time.perf_counter() - started)
+                times.append(time.process_time() - started)
             print(json.dumps({"times": times, "rss": rss, "errors": 0}), flush=True)
             return
         with LoopMonitor(logdir, opt, network=net, **kwargs) as mon:
             for i in range(1, steps + 1):
                 marker(i)
-                started = time.perf_counter()
+                started = time.process_time()
                 x, y = xs[i % 4], ys[i % 4]
                 mon.begin_step()
                 loss, grads = grad_fn(x, y)
@@ -89,18 +89,18 @@ def _child(entry, mode, steps, debug, logdir):
                 if entry == "loop_float":         # a Python number in a tuple: must not become a constant
                     loss = (float(loss.asnumpy()), "aux")
                 mon.step(loss, grads, inputs=(x,))
-                times.append(time.perf_counter() - started)
+                times.append(time.process_time() - started)
         errors = mon.monitor.errors
     else:
         import mindspore.dataset as ds
 
         class Steps(Callback):
             def on_train_step_begin(self, run_context):
-                self.started = time.perf_counter()
+                self.started = time.process_time()
                 marker(run_context.original_args().cur_step_num + 1)
 
             def on_train_step_end(self, run_context):
-                times.append(time.perf_counter() - self.started)
+                times.append(time.process_time() - self.started)
 
         data = ds.NumpySlicesDataset({"x": np.concatenate([x.asnumpy() for x in xs] * (steps // 4 + 1))[:steps * 8],
                                       "y": np.concatenate([y.asnumpy() for y in ys] * (steps // 4 + 1))[:steps * 8]},
