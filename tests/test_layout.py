@@ -5,7 +5,8 @@ lines), so it runs without MindSpore or a browser.
 The ladder, bottom to top (README "Architecture"):
 
 * server side ``tb_plugin_mindspore``: ``io`` < ``contract`` (with ``metadata.py``) < ``landscape`` < ``writing`` <
-  ``sources`` < ``health`` < ``answers`` < ``server`` (with ``loader.py``) < ``commands`` (with ``cli.py``);
+  ``sources`` < ``health`` | ``compare`` (side by side) < ``answers`` < ``server`` (with ``loader.py``) <
+  ``commands`` (with ``cli.py``);
 * training side ``tb_mindspore_callbacks``: ``common`` < ``cells`` < ``recorders`` | ``landscape`` (side by side)
   < the adapters at its top; it may use the server side up to ``health``;
 * frontend ``frontend/src``: ``base`` < ``api`` | ``chart`` < ``views`` (shared widgets) <
@@ -26,6 +27,7 @@ PACKAGES = {"tb_plugin_mindspore": "tb_plugin_mindspore", "tb_mindspore_callback
 SERVER = ["io", "contract", "landscape", "writing", "sources", "health", "answers", "server", "commands"]
 LAYERS = {"tb_plugin_mindspore." + name: (rank, name) for rank, name in enumerate(SERVER)}
 LAYERS.update({
+    "tb_plugin_mindspore.compare": (SERVER.index("health"), "compare"),   # beside health: two runs' series compared
     "tb_plugin_mindspore": (-1, "root"),                    # __init__: the version, imports nothing
     "tb_plugin_mindspore.metadata": (SERVER.index("contract"), "contract"),
     "tb_plugin_mindspore.loader": (SERVER.index("server"), "server"),
@@ -281,3 +283,20 @@ def test_frontend_imports_go_down_the_ladder():
     edges = [(a, b) for a, b, _ in js_imports()]
     cycle = _cycle(edges)
     assert cycle is None, "frontend import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.skipif(not os.path.isdir(SRC), reason="no frontend sources")
+def test_every_client_of_the_routes_is_in_api():
+    """A section's requests go through its client in ``frontend/src/api/`` (README: where a new section goes)."""
+    outside = []
+    for dirpath, _, filenames in os.walk(SRC):
+        rel_dir = os.path.relpath(dirpath, SRC).replace(os.sep, "/")
+        if rel_dir == "api" or rel_dir.startswith("api/"):
+            continue
+        for f in filenames:
+            if f.endswith(".js"):
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        if re.search(r"\b(fetch|getJson|XMLHttpRequest)\s*\(", line):
+                            outside.append("frontend/src/%s/%s:%d" % (rel_dir, f, n))
+    assert not outside, "requests outside frontend/src/api/: %s" % outside
