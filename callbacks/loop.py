@@ -25,11 +25,32 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from .live_health import UpdateGuard, guard_settings
+from .model_kinds import describe, is_pytorch, is_torch_style_module, is_torch_style_optimizer, not_a_cell
 from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
 from .monitor import _check_recorders
+from .torch_style import torch_table
 from .train_cell import global_norm, norm_plan
 
 __all__ = ["LoopMonitor"]
+
+
+def _check_model(optimizer, network):
+    """One-line errors at construction for an optimizer / network the loop cannot record."""
+    if optimizer is not None and not isinstance(optimizer, nn.Optimizer) and not is_torch_style_optimizer(optimizer) \
+            or is_pytorch(optimizer):
+        raise ValueError(not_a_cell("LoopMonitor's optimizer", optimizer,
+                                    "a mindspore.nn.Optimizer, a torch-style optimizer (param_groups) or None"))
+    if network is not None and not isinstance(network, nn.Cell) and not is_torch_style_module(network) \
+            or is_pytorch(network):
+        raise ValueError(not_a_cell("LoopMonitor's network", network,
+                                    "a mindspore.nn.Cell, a torch-style module (named_parameters()) or None"))
+    if isinstance(optimizer, nn.Optimizer) and network is not None and not isinstance(network, nn.Cell):
+        raise ValueError("LoopMonitor got a mindspore.nn.Optimizer with %s: give the torch-style module's own "
+                         "optimizer (param_groups)" % describe(network))
+
+
+def _zeros_like(p):
+    return ops.zeros(tuple(p.shape), ms.float32)
 
 
 class _Params:
@@ -80,11 +101,19 @@ class LoopMonitor:
     """
 
     def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, recorders=(),
-                 **kwargs):
-        if optimizer is not None and not isinstance(optimizer, nn.Optimizer):
-            raise ValueError("optimizer must be a mindspore.nn.Optimizer or None, got %r" % (optimizer,))
-        if network is not None and not isinstance(network, nn.Cell):
-            raise ValueError("network must be a mindspore.nn.Cell or None, got %r" % (network,))
+                 param_names=None, lr=None, **kwargs):
+        _check_model(optimizer, network)
+        torch_style = is_torch_style_optimizer(optimizer) or (network is not None and not isinstance(network, nn.Cell))
+        if not torch_style and (param_names is not None or lr is not None):
+            raise ValueError("param_names= and lr= are for torch-style models (a mindspore.nn.Optimizer names its "
+                             "parameters and knows its learning rate), got %s"
+                             % ", ".join(n for n, v in (("param_names=", param_names), ("lr=", lr)) if v is not None))
+        if param_names is not None and not callable(param_names) and isinstance(param_names, (str, bytes)):
+            raise ValueError("param_names must be a list of names (in the order of the gradients) or a callable "
+                             "param -> name, got %r" % (param_names,))
+        if lr is not None and not callable(lr) and (isinstance(lr, bool) or not isinstance(lr, (int, float))):
+            raise ValueError("lr must be a callable returning the learning rate (one number or one per group) or a "
+                             "number, got %r" % (lr,))
         if kwargs.get("eval_dataset") is not None:
             raise ValueError("LoopMonitor does not run evaluations; evaluate in your loop and call scalar()")
         kwargs.setdefault("diagnostic_freq", 100)
@@ -93,6 +122,10 @@ class LoopMonitor:
             raise ValueError("debug item 'activations' needs network= (the forward network to probe)")
         if "skip" in self.settings.on_anomaly and optimizer is None:
             raise ValueError("on_anomaly='skip' needs optimizer= (LoopMonitor.update applies it)")
+        # A torch-style model: its parameters from the optimizer's param_groups (or the module), named by
+        # named_parameters(); checked now (a bad param_names list fails here, not in training).
+        self.table = torch_table(optimizer if torch_style else None, network if torch_style else None,
+                                 param_names, lr) if torch_style else None
         extra = _check_recorders(recorders)
         self.monitor = Pipeline(self.settings, lambda s: default_recorders(s, extra), owner="LoopMonitor")
         self.optimizer = optimizer
@@ -136,15 +169,21 @@ class LoopMonitor:
         if self._closed or not self._began:
             return
         try:
+            self._source.note_lrs()
             self.monitor.step_begin(self._params.cur_step_num + 1)
         except Exception:
             self.monitor.error("step begin")
 
-    def update(self, grads):
-        """``optimizer(grads)``, unless ``on_anomaly`` includes ``"skip"`` and the gradient norm is non-finite or 10x
+    def update(self, grads=None):
+        """``optimizer(grads)`` (a torch-style optimizer: ``optimizer.step()``, the gradients being on the
+        parameters' ``.grad``), unless ``on_anomaly`` includes ``"skip"`` and the gradient norm is non-finite or 10x
         the largest applied before (then the update is left out and counted). Returns True when applied."""
         if self.optimizer is None:
             raise RuntimeError("LoopMonitor.update needs optimizer=")
+        if self.table is not None:
+            return self._torch_update(grads)
+        if grads is None:
+            raise ValueError("LoopMonitor.update(grads) needs the gradients (in the order of optimizer.parameters)")
         if not self._began:
             self._start(grads)
         if "skip" in self.settings.on_anomaly:
@@ -167,11 +206,47 @@ class LoopMonitor:
             self.optimizer(grads)
         return True
 
+    def _torch_update(self, grads):
+        if not self._began:
+            self._start(self._torch_grads(grads))
+        self._source.note_lrs()
+        if "skip" in self.settings.on_anomaly:
+            try:
+                given = self._torch_grads(grads)
+                if given is not None:
+                    if self._norm is None:
+                        self._norm = _GradNorm([tuple(g.shape) for g in given])
+                        self._guard = UpdateGuard(*guard_settings(self.settings))
+                    norm = float(np.asarray(self._norm(ms.mutable(tuple(given))).asnumpy()).reshape(-1)[0])
+                    if self._guard.skip(norm):
+                        self._source.note_skipped(self._params.cur_step_num + 1)
+                        return False
+            except Exception:
+                self.monitor.error("update guard")
+        self.optimizer.step()
+        return True
+
+    def _torch_grads(self, grads):
+        """The step's gradients: those given, else (torch style) the parameters' ``.grad``; None when neither."""
+        if grads is not None:
+            return tuple(grads)
+        if self.table is None:
+            return None
+        found = self.table.grads()
+        if found is None:
+            return None
+        return tuple(g if g is not None else _zeros_like(p) for g, p in zip(found, self.table.params))
+
     def step(self, loss, grads=None, inputs=None, batch_size=None):
         """Records one training step (call it after the optimizer update). Returns False once live health asked
-        to stop training."""
+        to stop training. A torch-style model's gradients are read from the parameters' ``.grad`` when ``grads`` is
+        not given (call it before ``optimizer.zero_grad()``)."""
         if self._closed:
             raise RuntimeError("LoopMonitor is closed")
+        if self.table is not None and grads is None:
+            grads = self._torch_grads(None)
+            if grads is None and self._source is not None:
+                self._source.cleared = True
         p = self._params
         if not self._began:
             self._start(grads)
@@ -207,9 +282,14 @@ class LoopMonitor:
         # The optimizer and the statistics in one call only in GRAPH_MODE, where the optimizer is compiled anyway
         # (in PYNATIVE_MODE it keeps running as the user wrote it).
         self._fused = ms.get_context("mode") == ms.GRAPH_MODE
-        self._source = LoopSource(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
+        self._fused = self._fused and self.table is None
+        self._source = LoopSource(self.optimizer if self.table is None else None,
+                                  None if grads is None else [tuple(g.shape) for g in grads], self.table)
+        if self.table is not None and grads is None:
+            self._source.cleared = True
         try:
-            self.monitor.start(self._source, step=0, cb_params=self._params, probe_net=self.network,
+            self.monitor.start(self._source, step=0, cb_params=self._params,
+                               probe_net=self.network if isinstance(self.network, nn.Cell) else None,
                                batch=self.settings.batch_size)
         except Exception:
             self.monitor.error("start")
