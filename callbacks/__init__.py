@@ -15,6 +15,9 @@ from .monitor import DEBUG_ITEMS, TrainMonitor
 from .recorders import Recorder, StepRecord
 from .run_dir import make_run_dir, run_dir_name
 from .train_cell import MonitoredLossScaleCell, MonitoredTrainCell
+from .mindformers_registry import register_when_imported as _register_with_mindformers
+
+_register_with_mindformers()      # a YAML `callbacks:` entry `type: TrainMonitor` in mindformers
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "TrainMonitor", "LoopMonitor", "DEBUG_ITEMS",
            "Recorder", "StepRecord", "make_run_dir", "run_dir_name", "run_demo"]

@@ -32,7 +32,10 @@ _LOSS, _OVERFLOW, _SCALE, _LR, _NORM, _LOCAL = 0, 1, 2, 3, 4, 5
 # Steps whose outputs are kept as they came before they are folded into the interval on the host anyway.
 _MAX_KEPT = 256
 
-_HOW_GLOBAL = "set use_clip_grad: True in mindformers' runner_wrapper (with max_grad_norm) or local_norm: True"
+_NO_GLOBAL = ("mindformers' cell returns no gradient norm as configured: set use_clip_grad: True (with "
+              "max_grad_norm) or local_norm: True in its runner_wrapper")
+_NO_GLOBAL_DP = ("mindformers' local norms are this device's, taken before the all-reduce, and use_clip_grad is off: "
+                 "set use_clip_grad: True (with max_grad_norm) in its runner_wrapper")
 _HOW_LOCAL = "set local_norm: True in mindformers' runner_wrapper (its cell then returns every parameter's norm)"
 
 
@@ -108,12 +111,9 @@ class MindFormersSource:
         """``{item: reason}`` for what mindformers' cell, as configured, does not compute."""
         out = {}
         if not self.has_grads:
-            why = ("mindformers' cell computes the global gradient norm only with use_clip_grad: True%s"
-                   % (" (its local norms are this device's, before the all-reduce)" if self.local_norm_on else
-                      " or local_norm: True"))
-            out["grad_norm"] = "%s: %s" % (why, _HOW_GLOBAL)
+            out["grad_norm"] = (_NO_GLOBAL_DP if self.local_norm_on else _NO_GLOBAL)
         if not self.local_norm_on:
-            reason = "mindformers' cell computes per-parameter gradient norms only with local_norm: True: " + _HOW_LOCAL
+            reason = "mindformers' cell returns per-parameter gradient norms only with local_norm: True: " + _HOW_LOCAL
             out["layer_grad_norm"] = reason
             out["flight_recorder"] = reason
         out["skip"] = ("on_anomaly='skip' cannot reach inside mindformers' cell: use its own "

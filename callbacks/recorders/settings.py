@@ -9,6 +9,8 @@ import os
 import re
 
 from ..layers import DEFAULT_MAX_LAYERS, LayerSelection
+from ..model_kinds import (describe, is_cell, is_ms_optimizer, is_torch_style_module, is_torch_style_optimizer,
+                           not_a_cell)
 
 __all__ = ["MonitorSettings", "DEBUG_ITEMS", "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS", "check_int"]
 
@@ -128,6 +130,11 @@ class MonitorSettings:
         from tb_plugin_mindspore.writer import check_sizes
 
         if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
+            if is_cell(logdir) or is_torch_style_module(logdir) or is_ms_optimizer(logdir) \
+                    or is_torch_style_optimizer(logdir):
+                raise ValueError("logdir must be the run folder (a path), got %s: the monitors take no model "
+                                 "first; TrainMonitor finds the training cell in Model.train's network, LoopMonitor "
+                                 "takes it as LoopMonitor(logdir, optimizer, network=model)" % describe(logdir))
             raise ValueError("logdir must be a non-empty path, got %r" % (logdir,))
         self.collect_freq = check_int("collect_freq", collect_freq)
         if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)) or not flush_secs > 0:
@@ -143,8 +150,8 @@ class MonitorSettings:
         self.eval_metrics = parse_metrics(eval_metrics)
         if eval_dataset is not None and not hasattr(eval_dataset, "create_tuple_iterator"):
             raise ValueError("eval_dataset must be a mindspore.dataset Dataset, got %r" % (eval_dataset,))
-        if eval_model is not None and not hasattr(eval_model, "eval"):
-            raise ValueError("eval_model must be a mindspore.train.Model, got %r" % (eval_model,))
+        if eval_model is not None and (not hasattr(eval_model, "eval") or is_torch_style_module(eval_model)):
+            raise ValueError(not_a_cell("eval_model", eval_model, "a mindspore.train.Model"))
         if eval_model is not None and eval_dataset is None:
             raise ValueError("eval_model was given without an eval_dataset")
         self.layers = LayerSelection(layers_include, layers_exclude, max_layers)
