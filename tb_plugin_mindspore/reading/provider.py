@@ -12,6 +12,7 @@ from tensorboard import errors
 
 from .. import metadata
 from ..contract import interval as interval_contract
+from ..contract import vocabulary
 from . import encode, histograms, layers, series_cache
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,8 @@ class DataView:
         if label is None:
             if len(self._labels) > 100000:
                 self._labels.clear()
-            label = self._labels[tag] = (metadata.tier_of(tag), metadata.display_name(tag))
+            same = vocabulary.same_as(tag)
+            label = self._labels[tag] = (metadata.tier_of(same or tag), metadata.display_name(same or tag), same)
         return label
 
     # -- answers of the routes: JSON built and compressed once, shared by the requests of the same second ----------
@@ -125,8 +127,10 @@ class DataView:
             tiers = {tier: [] for tier in metadata.TIERS}
             scalar_tags = sorted(scalars.get(name, {}))
             for tag in scalar_tags:
-                tier, display = self._label(tag)
+                tier, display, same = self._label(tag)
                 entry = {"tag": tag, "display_name": display, "kind": "scalar", "interval": tag in intervals}
+                if same:
+                    entry["same_as"] = same     # drawn in that chart (the same quantity, another library's tag)
                 family = layers.family_of(tag)
                 if family:
                     entry["family"] = family
