@@ -261,7 +261,8 @@ class LoopMonitor:
         except Exception:
             self.monitor.error("loop statistics")
         p.cur_step_num += 1
-        inputs = tuple(inputs) if inputs is not None else None
+        if inputs is not None and not isinstance(inputs, dict):
+            inputs = tuple(inputs)
         try:
             self.monitor.step_end(p.cur_step_num, outputs=loss, inputs=inputs)
             # Without begin_step, the weights are kept now for the next step's update ratio (nothing changes
@@ -289,7 +290,7 @@ class LoopMonitor:
             self._source.cleared = True
         try:
             self.monitor.start(self._source, step=0, cb_params=self._params,
-                               probe_net=self.network if isinstance(self.network, nn.Cell) else None,
+                               probe_net=self.network,
                                batch=self.settings.batch_size)
         except Exception:
             self.monitor.error("start")
