@@ -137,6 +137,7 @@ class LoopMonitor:
         self._began = False
         self._closed = False
         self._fused = False
+        self._given = None
 
     @property
     def writer(self):
@@ -204,6 +205,7 @@ class LoopMonitor:
             self._source.apply(grads, lambda: self.monitor.error("optimizer and statistics in one call"))
         else:
             self.optimizer(grads)
+            self._given = grads         # step(loss) without grads records these
         return True
 
     def _torch_update(self, grads):
@@ -247,6 +249,9 @@ class LoopMonitor:
             grads = self._torch_grads(None)
             if grads is None and self._source is not None:
                 self._source.cleared = True
+        if grads is None:
+            grads = self._given
+        self._given = None
         p = self._params
         if not self._began:
             self._start(grads)

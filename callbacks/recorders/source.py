@@ -315,7 +315,7 @@ class LoopSource:
 
     @property
     def has_grads(self):
-        """False when the loop gives no gradients (``step(loss)`` only): the gradient norm is then NaN."""
+        """False when the loop gives no gradients (``step(loss)`` only): no gradient norm is written then."""
         return self.cell._has_grads
 
     def observe(self, step, outputs):
@@ -381,12 +381,11 @@ class LoopSource:
             return
         record.loss = self._last_loss
         record.loss_interval = loss.interval()
-        if self.cell._has_grads:
+        if self.cell._has_grads and stats[0][3] + stats[0][4] > 0:
             record.grad_norm = float(last[0])
             record.grad_interval = interval_from_row(stats[0], marks[0], record.first_step)
-        else:
-            record.grad_norm = math.nan
-            record.grad_interval = Interval(count=steps, nonfinite=steps)
+        # else no gradient was given in this interval: no gradient norm is written (the run info says why when the
+        # loop never gives any), rather than a NaN that would read as a non-finite gradient.
         record.lrs = self._learning_rates()
         record.skipped_updates, record.first_skipped_step = skipped, first_skipped
 
