@@ -134,3 +134,24 @@ def test_registered_when_mindformers_was_imported_first(tmp_path):
         "print('ok')\n" % str(tmp_path / "run"))
     r = run_in_env("mindformers", [script], timeout=600, cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+def test_run_mindformer_register_path_and_auto_register(tmp_path):
+    """run_mindformer.py imports nothing of ours: a one-line file in --register_path (REGISTER_PATH) and
+    ``auto_register: tbms.TrainMonitor`` in the entry (mindformers' mechanism for outside classes) build it."""
+    require_env("mindformers")
+    folder = tmp_path / "register"
+    folder.mkdir()
+    (folder / "tbms.py").write_text("from tb_mindspore_callbacks import TrainMonitor\n")
+    script = tmp_path / "auto_register.py"
+    script.write_text(
+        "import sys\n"
+        "from mindformers.core.callback.build_callback import build_callback\n"
+        "assert 'tb_mindspore_callbacks' not in sys.modules\n"
+        "cb = build_callback([{'type': 'TrainMonitor', 'auto_register': 'tbms.TrainMonitor', 'logdir': %r}])[0]\n"
+        "import tb_mindspore_callbacks\n"
+        "assert type(cb) is tb_mindspore_callbacks.TrainMonitor\n"
+        "print('ok')\n" % str(tmp_path / "run"))
+    r = run_in_env("mindformers", [script], timeout=600, cwd=str(tmp_path),
+                   env={"REGISTER_PATH": str(folder)})
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
