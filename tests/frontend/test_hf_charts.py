@@ -56,6 +56,13 @@ def test_one_chart_per_quantity_and_no_bookkeeping_in_core(page, mixed_logdir):
         assert {"train/epoch", "train/total_flos", "train/train_runtime"} <= other
         diagnostic = {c["tag"] for c in cards(frame, "diagnostic")}
         assert "diagnostic/eval_loss" in diagnostic and "eval/loss" not in diagnostic
-        assert frame.locator('[data-testid=heatmap-panel][data-tag="grad_norm/*"]').count() == 1
+        panel = '[data-testid=heatmap-panel][data-tag="grad_norm/*"]'
+        assert frame.locator(panel).count() == 1
+        frame.locator(panel).scroll_into_view_if_needed()
+        frame.wait_for_selector(panel + "[data-state=drawn]", timeout=60000)
+        rows = frame.eval_on_selector_all(panel + " [data-testid=heatmap-row]",
+                                          "(rs) => rs.map((r) => [r.dataset.kind, r.dataset.layer])")
+        groups = {layer for kind, layer in rows if kind == "group"}
+        assert {"bert.encoder.layer"} & groups or {"bert"} & groups, rows     # module trees of the HF names
         assert frame.locator('[data-testid=chart-card][data-tag^="grad_norm/"]').count() == 0
         page.screenshot(path=os.path.join(ARTIFACTS, "hf-trainer-beside-ours.png"), full_page=True)
