@@ -17,6 +17,17 @@ optimizer and them as one compiled call; otherwise (``optimizer(grads)`` called 
 ``step`` runs them as one small compiled call of their own. The loss tensor is only kept, and read with the others
 every ``collect_freq`` steps, when a point is written. A thin adapter over the recorders'
 :class:`~.recorders.Pipeline`.
+
+Torch-style models (MindNLP's ``mindtorch`` modules, their ``param_groups`` optimizers) are recorded the same way,
+under their ``named_parameters()`` names (``torch_style.py``: which parameters, their names, the learning rates)::
+
+    with LoopMonitor(run_dir, optimizer, network=model) as mon:
+        for batch in loader:
+            mon.begin_step()
+            loss = grad_fn(**batch)               # mindtorch.autograd.value_and_grad: gradients on p.grad
+            mon.update()                          # optimizer.step()
+            mon.step(loss, inputs=batch)          # before zero_grad: the gradients are read from p.grad
+            model.zero_grad()
 """
 
 import numpy as np
@@ -85,17 +96,25 @@ class LoopMonitor:
     Args:
       logdir: the run folder.
       optimizer: the ``nn.Optimizer`` you call each step (for the applied learning rate, weight norms, update
-        ratios); None records loss and gradient norm only.
+        ratios), or a torch-style optimizer (``param_groups`` with ``lr``: MindNLP's ``mindtorch`` models); None
+        records loss and gradient norm only.
       network: the forward network, for activation histograms (``debug=["activations"]``); it is called with the
-        ``inputs`` given to :meth:`step`.
+        ``inputs`` given to :meth:`step` (a dict of keyword arguments for a torch-style module). A torch-style
+        module (``named_parameters()``) also names the parameters: ``bert.encoder.layer.0...``.
+      param_names: torch-style models only: the parameters' names, a list in the order of the gradients or a
+        callable ``param -> name`` (default: ``network.named_parameters()``).
+      lr: torch-style models only: a callable returning the learning rate (one number, or one per group) or a
+        number (default: ``param_groups[i]["lr"]``, read before the optimizer step).
       collect_freq, batch_size and every other keyword: as for :class:`TrainMonitor` (``debug``, ``debug_freq``,
         ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``,
         ``live_health``, ``on_anomaly``, ``recorders``, ...). ``eval_dataset`` is not supported here: evaluate in
         your loop and call :meth:`scalar`.
 
     Call :meth:`step` once per training step, after the optimizer update, with the loss and the gradients (in the
-    order of ``optimizer.parameters``); it returns False once live health asked to stop (``on_anomaly="stop"``,
-    also :attr:`stop_requested`). :meth:`update` applies ``optimizer(grads)`` unless ``on_anomaly="skip"`` says
+    order of ``optimizer.parameters``, or of the ``param_groups``; a torch-style model's are read from ``.grad``
+    when not given); it returns False once live health asked to stop (``on_anomaly="stop"``, also
+    :attr:`stop_requested`). Construction fails in one line for a model or optimizer it cannot record (real PyTorch,
+    a ``mindspore.nn.Optimizer`` with a torch-style module, ...). :meth:`update` applies ``optimizer(grads)`` unless ``on_anomaly="skip"`` says
     the gradients are non-finite or spiking. :meth:`begin_step` (optional, right after the batch is fetched) adds
     the data-wait time. :meth:`close` (or the ``with`` block) writes the final points and the run end marker.
     """

@@ -67,9 +67,13 @@ class TrainMonitor(Callback):
     start; monitoring and epoch-end work are left out).
 
     Loss, gradient norm and their interval statistics come from a :class:`MonitoredTrainCell` in the training
-    network (computed inside the compiled step; nothing is copied to the host between two points). Without one,
-    loss and learning rate are still recorded (the loss read from the step outputs, the learning rate recomputed on
-    the host from the optimizer), the gradient norm is not, and one warning says how to add the cell.
+    network (computed inside the compiled step; nothing is copied to the host between two points). With mindformers'
+    own training cell (``MFTrainOneStepCell``, ``MFPipelineWithLossScaleCell``: a mindformers ``Trainer``, or a
+    YAML ``callbacks:`` entry ``type: TrainMonitor``) they are read from that cell's outputs (loss, overflow, loss
+    scale, learning rate, global norm, local norms), never computed again. Without either, loss and learning rate
+    are still recorded (the loss read from the step outputs, the learning rate recomputed on the host from the
+    optimizer), the gradient norm is not. What a run cannot record is said once in the log and in the run info
+    (``recorded`` / ``not_recorded``, with the reason and how to get it).
 
     At train begin ``_meta/run_info`` holds the format version, MindSpore version, ``collect_freq``, rank and the
     setup; ``hparams`` (those :func:`make_run_dir` recorded in the folder, updated by ``hparams=``) go to
