@@ -35,12 +35,13 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .live_health import UpdateGuard, guard_settings
-from .model_kinds import describe, is_pytorch, is_torch_style_module, is_torch_style_optimizer, not_a_cell
-from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
+from .cells.train_cell import global_norm, norm_plan
+from .common.model_kinds import describe, is_pytorch, is_torch_style_module, is_torch_style_optimizer, not_a_cell
+from .common.torch_style import torch_table
+from .recorders.live_health import UpdateGuard, guard_settings
+from .recorders import Diagnostic, LoopSource, MonitorSettings, Pipeline, default_recorders
+from .recorders.options import from_keywords
 from .monitor import _check_recorders
-from .torch_style import torch_table
-from .train_cell import global_norm, norm_plan
 
 __all__ = ["LoopMonitor"]
 
@@ -105,10 +106,12 @@ class LoopMonitor:
         callable ``param -> name`` (default: ``network.named_parameters()``).
       lr: torch-style models only: a callable returning the learning rate (one number, or one per group) or a
         number (default: ``param_groups[i]["lr"]``, read before the optimizer step).
-      collect_freq, batch_size and every other keyword: as for :class:`TrainMonitor` (``debug``, ``debug_freq``,
-        ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``,
-        ``live_health``, ``on_anomaly``, ``recorders``, ...). ``eval_dataset`` is not supported here: evaluate in
-        your loop and call :meth:`scalar`.
+      collect_freq, batch_size and every other keyword (keyword-only): as for :class:`TrainMonitor` (``hparams``,
+        ``recorders``, ``flight_recorder``, and the option groups ``debug=Debug(...)``, ``diagnostic=Diagnostic(...)``
+        (weight norms every 100 steps by default here: a loop has no epochs), ``layers=Layers(...)``,
+        ``health=LiveHealth(...)``, ``storage=Storage(...)``, ``ranks=Ranks(...)``; the flat keywords of earlier
+        releases with a ``FutureWarning``). ``eval=`` is not supported here: evaluate in your loop and call
+        :meth:`scalar`.
 
     Call :meth:`step` once per training step, after the optimizer update, with the loss and the gradients (in the
     order of ``optimizer.parameters``, or of the ``param_groups``; a torch-style model's are read from ``.grad``
@@ -119,8 +122,9 @@ class LoopMonitor:
     the data-wait time. :meth:`close` (or the ``with`` block) writes the final points and the run end marker.
     """
 
-    def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, recorders=(),
-                 param_names=None, lr=None, **kwargs):
+    def __init__(self, logdir, optimizer=None, *, network=None, collect_freq=10, batch_size=None, recorders=(),
+                 hparams=None, flight_recorder=100, diagnostic=None, debug=None, eval=None, layers=None, health=None,
+                 storage=None, ranks=None, param_names=None, lr=None, **old_keywords):
         _check_model(optimizer, network)
         torch_style = is_torch_style_optimizer(optimizer) or (network is not None and not isinstance(network, nn.Cell))
         if not torch_style and (param_names is not None or lr is not None):
@@ -133,10 +137,15 @@ class LoopMonitor:
         if lr is not None and not callable(lr) and (isinstance(lr, bool) or not isinstance(lr, (int, float))):
             raise ValueError("lr must be a callable returning the learning rate (one number or one per group) or a "
                              "number, got %r" % (lr,))
-        if kwargs.get("eval_dataset") is not None:
+        groups = from_keywords("LoopMonitor", old_keywords, {
+            "diagnostic": diagnostic, "debug": debug, "eval": eval, "layers": layers, "health": health,
+            "storage": storage, "ranks": ranks})
+        if groups["eval"] is not None:
             raise ValueError("LoopMonitor does not run evaluations; evaluate in your loop and call scalar()")
-        kwargs.setdefault("diagnostic_freq", 100)
-        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, **kwargs)
+        if groups["diagnostic"] is None:
+            groups["diagnostic"] = Diagnostic(every=100)
+        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, hparams=hparams,
+                                        flight_recorder=flight_recorder, **groups)
         if "activations" in self.settings.debug and network is None:
             raise ValueError("debug item 'activations' needs network= (the forward network to probe)")
         if "skip" in self.settings.on_anomaly and optimizer is None:

@@ -10,6 +10,8 @@ import importlib.abc
 import importlib.util
 import sys
 
+from .monitor import TrainMonitor
+
 __all__ = ["REGISTRY_MODULE", "register", "register_when_imported"]
 
 REGISTRY_MODULE = "mindformers.tools.register.register"
@@ -18,8 +20,6 @@ REGISTRY_MODULE = "mindformers.tools.register.register"
 def register(module=None):
     """Registers ``TrainMonitor`` as a mindformers callback (``module``: mindformers' registry module, default the
     imported one). Returns True when it is (or already was) registered."""
-    from .monitor import TrainMonitor
-
     module = module if module is not None else sys.modules.get(REGISTRY_MODULE)
     if module is None:
         return False

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .._util import host_learning_rates, loss_value
+from ..common.util import host_learning_rates, loss_value
 from .base import HostInterval
 
 __all__ = ["MindFormersSource", "find_mindformers_cell", "MINDFORMERS_CELLS", "OUTPUT_FIELDS"]

@@ -8,6 +8,7 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 
 from .base import Recorder
+from ..cells.layers import WeightNorms, cached
 
 __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
@@ -15,8 +16,6 @@ __all__ = ["WeightNormRecorder", "all_weight_norms"]
 def all_weight_norms(ctx):
     """L2 norm of every trained parameter (``ctx.params``, float64 numpy), one compiled computation; None without
     parameters."""
-    from ..layers import WeightNorms, cached
-
     params = list(ctx.params)
     if not params:
         return None
@@ -31,8 +30,6 @@ class WeightNormRecorder(Recorder):
     def on_start(self, ctx):
         self.ctx = ctx
         if ctx.params:
-            from ..layers import WeightNorms, cached
-
             cached(WeightNorms, list(ctx.params))    # built now, compiled at its first point
 
     def on_point(self, r):

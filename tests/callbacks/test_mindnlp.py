@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import vocabulary
 
 from cb_helpers import read_run, run_info
 from extras import require_env, run_in_env
@@ -105,7 +106,7 @@ def test_mindnlp_trainer_logs_are_placed_by_the_contract(runs):
     scalars, _ = read_run(out / "trainer" / "hf")
     assert [s for s, _ in scalars["train/loss"]] == [2, 4]
     for tag in ("train/loss", "train/learning_rate"):
-        assert metadata.tier_of(tag) == metadata.CORE
+        assert vocabulary.tier_of(tag) == metadata.CORE
     for tag in ("train/epoch", "train/train_runtime", "train/total_flos"):
-        assert tag in scalars and metadata.tier_of(tag) == metadata.OTHER
+        assert tag in scalars and vocabulary.tier_of(tag) == metadata.OTHER
     assert np.isfinite([v for _, v in scalars["train/loss"]]).all()

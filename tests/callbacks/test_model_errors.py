@@ -4,10 +4,10 @@ use instead (MindNLP's torch-style modules are checked in their own environment:
 import pytest
 from mindspore import nn
 
-from tb_mindspore_callbacks import LoopMonitor, MonitoredLossScaleCell, MonitoredTrainCell, TrainMonitor
-from tb_mindspore_callbacks.model_kinds import describe, is_torch_style_optimizer
+from tb_mindspore_callbacks import Eval, LoopMonitor, MonitoredLossScaleCell, MonitoredTrainCell, TrainMonitor
+from tb_mindspore_callbacks.common.model_kinds import describe, is_torch_style_optimizer
 
-from cb_helpers import dense_net
+from cb_helpers import classification_data, dense_net
 
 
 def one_line(excinfo):
@@ -53,8 +53,8 @@ def test_a_model_given_as_logdir_is_named(tmp_path):
         TrainMonitor(net)
     assert one_line(e).startswith("logdir must be the run folder (a path), got SequentialCell")
     with pytest.raises(ValueError) as e:
-        TrainMonitor(str(tmp_path), eval_dataset=None, eval_model=net)
-    assert "eval_model needs a mindspore.train.Model, got SequentialCell" in one_line(e)
+        Eval(classification_data(2), model=net)
+    assert one_line(e) == "Eval(model=) needs a mindspore.train.Model, got SequentialCell"
 
 
 def test_describe_and_torch_style_optimizer_shapes():

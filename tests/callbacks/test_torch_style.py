@@ -3,7 +3,7 @@ with recorders of torch-style models; on MindNLP's real modules in test_mindnlp.
 
 import pytest
 
-from tb_mindspore_callbacks.torch_style import (ParamTable, group_lrs, lr_values, optimizer_params, parameter_names,
+from tb_mindspore_callbacks.common.torch_style import (ParamTable, group_lrs, lr_values, optimizer_params, parameter_names,
                                                 torch_table)
 
 

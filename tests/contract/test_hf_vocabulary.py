@@ -21,8 +21,8 @@ def test_hf_quantities_are_ours_and_bookkeeping_is_other():
     for tag in ("eval/runtime", "train/epoch", "train/total_flos", "core/loss", "train/lr", "loss"):
         assert vocabulary.same_as(tag) is None, tag
     for tag in vocabulary.HF_BOOKKEEPING:
-        assert metadata.tier_of(tag) == metadata.OTHER, tag
-    assert metadata.tier_of("grad_norm/bert.encoder.layer.0.output.dense.weight") == metadata.DEBUG
+        assert vocabulary.tier_of(tag) == metadata.OTHER, tag
+    assert vocabulary.tier_of("grad_norm/bert.encoder.layer.0.output.dense.weight") == metadata.DEBUG
     # The health rules read the Trainer's loss and gradient norm when a run has none of ours.
     assert "train/loss" in series.ALIASES["loss"] and "train/grad_norm" in series.ALIASES["grad_norm"]
 
