@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def mixed_logdir(hf_trainer_logs, tmp_path_factory):  # noqa: F811
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("hf_mixed") / "logs"
     shutil.copytree(hf_trainer_logs / "hf", root / "hf")
