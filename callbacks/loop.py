@@ -24,7 +24,7 @@ under their ``named_parameters()`` names (``torch_style.py``: which parameters, 
     with LoopMonitor(run_dir, optimizer, network=model) as mon:
         for batch in loader:
             mon.begin_step()
-            loss = grad_fn(**batch)               # mindtorch.autograd.value_and_grad: gradients on p.grad
+            loss = grad_fn(batch["input_ids"], batch["labels"])   # mindtorch.autograd.value_and_grad: on p.grad
             mon.update()                          # optimizer.step()
             mon.step(loss, inputs=batch)          # before zero_grad: the gradients are read from p.grad
             model.zero_grad()

@@ -116,7 +116,7 @@ def scenario_cell(name, mode, clip, local, spike):
     import mindspore as ms
     from mindspore import nn
     from mindformers.wrapper import MFTrainOneStepCell
-    from tb_mindspore_callbacks import TrainMonitor
+    from tb_mindspore_callbacks import Debug, Storage, TrainMonitor
 
     ms.set_context(mode=mode)
     ms.set_seed(0)
@@ -126,7 +126,8 @@ def scenario_cell(name, mode, clip, local, spike):
     cell = MFTrainOneStepCell(net, opt, use_clip_grad=clip, max_grad_norm=1.0, local_norm=local)
     use_isfinite_overflow_check(cell)
     log = OutputsLog()
-    mon = TrainMonitor(os.path.join(OUT, name, "run"), collect_freq=2, debug="all", debug_freq=4, registry=None)
+    mon = TrainMonitor(os.path.join(OUT, name, "run"), collect_freq=2, debug=Debug(items="all", every=4),
+                       storage=Storage(registry=None))
     ms.Model(cell).train(1, _data(spike), callbacks=[log, mon], dataset_sink_mode=False)
     _dump(name, log, {"errors": mon.errors, "events": mon.health_events,
                       "names": [p.name for p in opt.parameters]})
@@ -134,7 +135,7 @@ def scenario_cell(name, mode, clip, local, spike):
 
 def scenario_trainer():
     from mindformers import Trainer, TrainingArguments
-    from tb_mindspore_callbacks import TrainMonitor
+    from tb_mindspore_callbacks import Storage, TrainMonitor
 
     TinyRegressor, CpuOverflowCheck, OutputsLog = _classes()
     log = OutputsLog()
@@ -142,7 +143,7 @@ def scenario_trainer():
     args = TrainingArguments(output_dir=os.path.join(out, "mf_output"), num_train_epochs=1,
                              per_device_train_batch_size=4, learning_rate=1e-3, use_clip_grad=True, max_grad_norm=1.0,
                              save_steps=10000, save_strategy="no", logging_steps=4, sink_mode=False)
-    mon = TrainMonitor(os.path.join(out, "run"), collect_freq=2, registry=None)
+    mon = TrainMonitor(os.path.join(out, "run"), collect_freq=2, storage=Storage(registry=None))
     Trainer(task="general", model=TinyRegressor(), args=args, train_dataset=_data(),
             callbacks=[CpuOverflowCheck(), log, mon]).train()
     _dump("trainer", log, {"errors": mon.errors})

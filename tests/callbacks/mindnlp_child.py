@@ -114,7 +114,7 @@ def _ratio(a, b):
 
 def scenario_loop():
     torch = _imports()[0]
-    from tb_mindspore_callbacks import LoopMonitor
+    from tb_mindspore_callbacks import Debug, Diagnostic, LoopMonitor, Storage
 
     model = make_model()
     model.train()
@@ -129,8 +129,9 @@ def scenario_loop():
         return model(input_ids=input_ids, labels=labels).loss
 
     grad_fn = torch.autograd.value_and_grad(loss_fn, tuple(order))
-    mon = LoopMonitor(os.path.join(OUT, "loop", "run"), opt, network=model, collect_freq=2, debug="all",
-                      debug_freq=2, diagnostic_freq=2, registry=None)
+    mon = LoopMonitor(os.path.join(OUT, "loop", "run"), opt, network=model, collect_freq=2,
+                      debug=Debug(items="all", every=2), diagnostic=Diagnostic(every=2),
+                      storage=Storage(registry=None))
     reference = []
     for step, batch in enumerate(batches(STEPS, 0), start=1):
         mon.begin_step()

@@ -9,7 +9,7 @@ ms = pytest.importorskip("mindspore")
 from mindspore import nn  # noqa: E402
 from mindspore.train import Model  # noqa: E402
 
-from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor  # noqa: E402
+from tb_mindspore_callbacks import Debug, LoopMonitor, MonitoredTrainCell, Storage, TrainMonitor  # noqa: E402
 
 from cb_helpers import classification_data, dense_net, read_run, run_info  # noqa: E402
 
@@ -29,7 +29,7 @@ def loop(logdir, make_opt=None, with_grads=True, steps=4, **kwargs):
     opt = make_opt(net) if make_opt is not None else None
     loss_net = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(**CE))
     grad_fn = ms.value_and_grad(loss_net, None, opt.parameters if opt is not None else net.trainable_params())
-    with LoopMonitor(str(logdir), opt, collect_freq=2, registry=None, **kwargs) as mon:
+    with LoopMonitor(str(logdir), opt, collect_freq=2, storage=Storage(registry=None), **kwargs) as mon:
         for x, y in classification_data(steps).create_tuple_iterator():
             loss, grads = grad_fn(x, y)
             if opt is not None:
@@ -39,7 +39,7 @@ def loop(logdir, make_opt=None, with_grads=True, steps=4, **kwargs):
 
 def test_loop_with_an_optimizer_records_everything_asked(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
-    loop(tmp_path, lambda net: nn.Momentum(net.trainable_params(), 0.05, 0.9), debug=["layer_grad_norm"])
+    loop(tmp_path, lambda net: nn.Momentum(net.trainable_params(), 0.05, 0.9), debug=Debug(items=["layer_grad_norm"]))
     info = info_of(tmp_path)
     assert (info["entry_point"], info["step_source"], info["train_cell"]) == ("loop", "loop", None)
     assert (info["optimizer"], info["optimizer_kind"], info["monitored_cell"]) == ("Momentum", "mindspore", False)
@@ -50,7 +50,7 @@ def test_loop_with_an_optimizer_records_everything_asked(tmp_path, caplog):
 
 def test_loop_without_optimizer_says_what_it_cannot_read(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
-    loop(tmp_path, None, debug=["update_ratio"])
+    loop(tmp_path, None, debug=Debug(items=["update_ratio"]))
     info = info_of(tmp_path)
     assert info["optimizer"] is None and info["optimizer_kind"] is None
     missing = info["not_recorded"]
@@ -82,7 +82,8 @@ def test_model_train_with_and_without_the_cell(tmp_path, caplog):
     opt = nn.Momentum(net.trainable_params(), 0.05, 0.9)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(**CE)
     Model(MonitoredTrainCell.wrap(net, loss_fn, opt)).train(
-        1, classification_data(4), callbacks=[TrainMonitor(str(tmp_path / "cell"), collect_freq=2, registry=None)],
+        1, classification_data(4), callbacks=[TrainMonitor(str(tmp_path / "cell"), collect_freq=2,
+                                                   storage=Storage(registry=None))],
         dataset_sink_mode=False)
     info = info_of(tmp_path / "cell")
     assert (info["entry_point"], info["step_source"], info["train_cell"]) == ("Model.train", "monitored_cell",
@@ -90,7 +91,8 @@ def test_model_train_with_and_without_the_cell(tmp_path, caplog):
     assert info["monitored_cell"] is True and info["optimizer"] == "Momentum" and info["not_recorded"] == {}
     assert lines(caplog) == []
     Model(net, loss_fn, opt).train(
-        1, classification_data(4), callbacks=[TrainMonitor(str(tmp_path / "plain"), collect_freq=2, registry=None)],
+        1, classification_data(4), callbacks=[TrainMonitor(str(tmp_path / "plain"), collect_freq=2,
+                                                   storage=Storage(registry=None))],
         dataset_sink_mode=False)
     info = info_of(tmp_path / "plain")
     assert (info["step_source"], info["train_cell"], info["monitored_cell"]) == ("host", None, False)
