@@ -7,6 +7,7 @@ the MindNLP environment by test_mindnlp.py): ``python mindnlp_child.py OUT SCENA
   groups, a linear decay of their ``lr`` stepped by hand) recorded by ``LoopMonitor`` with every tier; the
   reference (per-layer gradient norms, weight norms, update ratios, learning rates of every step) is computed on the
   host from the parameters and written to ``OUT/loop/reference.json``;
+* ``explicit``: no optimizer given; ``param_names=`` and ``lr=`` callables, the gradients given to ``mon.step``;
 * ``trainer``: MindNLP's ``Trainer`` (transformers' API) with its own TensorBoard callback.
 
 MindNLP's own optimizers have no CPU kernels (``addcdiv``, ``raw_sgd``) and its ``Optimizer.zero_grad`` fails
@@ -155,6 +156,41 @@ def scenario_loop():
                                       "order": [names[id(p)] for p in order]})
 
 
+def scenario_explicit():
+    """No optimizer given: the module's parameters, names from ``param_names=`` (a callable), the learning rate
+    from ``lr=`` (a callable), gradients given to ``mon.step(loss, grads)`` (``attach_grads=False``)."""
+    torch = _imports()[0]
+    from tb_mindspore_callbacks import Debug, LoopMonitor, Storage
+
+    model = make_model()
+    model.train()
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    names = {id(p): n for n, p in named}
+    params = [p for _, p in named]
+    opt = adamw_class()(params, lr=1e-3)
+
+    def loss_fn(input_ids, labels):
+        return model(input_ids=input_ids, labels=labels).loss
+
+    grad_fn = torch.autograd.value_and_grad(loss_fn, tuple(params), attach_grads=False)
+    mon = LoopMonitor(os.path.join(OUT, "explicit", "run"), network=model, collect_freq=1,
+                      param_names=lambda p: "m." + names[id(p)], lr=lambda: opt.param_groups[0]["lr"],
+                      debug=Debug(items=["layer_grad_norm"], every=1), storage=Storage(registry=None))
+    reference = []
+    for step, batch in enumerate(batches(3, 1), start=1):
+        loss, grads = grad_fn(batch["input_ids"], batch["labels"])
+        for p, g in zip(params, grads):
+            p.grad = torch.tensor(g, device=p.device)     # as mindtorch attaches them
+        opt.step()
+        model.zero_grad()
+        mon.step(loss, grads)
+        reference.append({"step": step, "lr": opt.param_groups[0]["lr"],
+                          "grad_norm": {"m." + names[id(p)]: _norm(g.asnumpy()) for p, g in zip(params, grads)}})
+        opt.param_groups[0]["lr"] *= 0.5
+    mon.close()
+    _write("explicit", "reference.json", {"steps": reference, "errors": mon.monitor.errors})
+
+
 def scenario_trainer():
     from transformers import Trainer, TrainingArguments
 
@@ -192,7 +228,8 @@ def _write(name, filename, body):
 def main():
     os.makedirs(OUT, exist_ok=True)
     for s in SCENARIOS:
-        {"errors": scenario_errors, "loop": scenario_loop, "trainer": scenario_trainer}[s]()
+        {"errors": scenario_errors, "loop": scenario_loop, "explicit": scenario_explicit,
+         "trainer": scenario_trainer}[s]()
         print("done", s, flush=True)
 
 

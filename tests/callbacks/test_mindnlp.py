@@ -23,7 +23,7 @@ from extras import require_env, run_in_env
 pytestmark = pytest.mark.slow
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mindnlp_child.py")
-SCENARIOS = ["errors", "loop", "trainer"]
+SCENARIOS = ["errors", "loop", "explicit", "trainer"]
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +99,23 @@ def test_every_tier_under_the_hugging_face_names(runs):
     assert info["debug"]["activation_cells"] == ["bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1",
                                                  "bert.pooler", "classifier"]
     assert "does not record" not in log
+
+
+def test_explicit_names_learning_rate_and_gradients(runs):
+    out, _ = runs
+    logdir = out / "explicit" / "run"
+    with open(out / "explicit" / "reference.json") as f:
+        ref = json.load(f)
+    assert ref["errors"] == 0
+    scalars, tensors = read_run(logdir)
+    info = run_info(tensors)[1]
+    assert info["optimizer"] is None and info["lr_config"]["source"] == "lr="
+    assert [v for _, v in scalars[metadata.LEARNING_RATE]] == pytest.approx([1e-3, 5e-4, 2.5e-4])
+    grads = layer_series(logdir, metadata.GRAD_NORM_LAYERS)
+    layer = "m.bert.encoder.layer.0.intermediate.dense.weight"
+    for r in ref["steps"]:
+        assert grads[r["step"]][layer] == pytest.approx(r["grad_norm"][layer], rel=1e-4)
+    assert info["not_recorded"] == {} and "weight_norms" in info["recorded"]
 
 
 def test_mindnlp_trainer_logs_are_placed_by_the_contract(runs):
