@@ -1,7 +1,7 @@
 """``TrainMonitor`` in mindformers' class registry, so that a YAML ``callbacks:`` entry ``type: TrainMonitor`` builds it.
 
 Importing ``tb_mindspore_callbacks`` never imports mindformers (importing it takes seconds and creates an ``output``
-folder in the working directory): when mindformers' registry is already imported, ``TrainMonitor`` is registered
+folder in the working directory) nor MindSpore: when mindformers' registry is already imported, ``TrainMonitor`` is registered
 at once; when mindformers is installed but not imported yet, it is registered right after its registry module is
 (a one-shot import hook, removed once it has run); without mindformers nothing happens.
 """
@@ -9,8 +9,6 @@ at once; when mindformers is installed but not imported yet, it is registered ri
 import importlib.abc
 import importlib.util
 import sys
-
-from .monitor import TrainMonitor
 
 __all__ = ["REGISTRY_MODULE", "register", "register_when_imported"]
 
@@ -20,6 +18,8 @@ REGISTRY_MODULE = "mindformers.tools.register.register"
 def register(module=None):
     """Registers ``TrainMonitor`` as a mindformers callback (``module``: mindformers' registry module, default the
     imported one). Returns True when it is (or already was) registered."""
+    from .monitor import TrainMonitor   # lazy: MindSpore is imported only with mindformers (which imports it anyway)
+
     module = module if module is not None else sys.modules.get(REGISTRY_MODULE)
     if module is None:
         return False
