@@ -19,7 +19,8 @@ every ``collect_freq`` steps, when a point is written. A thin adapter over the r
 :class:`~.recorders.Pipeline`.
 
 Torch-style models (MindNLP's ``mindtorch`` modules, their ``param_groups`` optimizers) are recorded the same way,
-under their ``named_parameters()`` names (``torch_style.py``: which parameters, their names, the learning rates)::
+under their ``named_parameters()`` names (``loop_params.py`` over the torch-style module adapter
+``torch_style.params.ModuleParams``: which parameters, their names, the learning rates)::
 
     with LoopMonitor(run_dir, optimizer, network=model) as mon:
         for batch in loader:
@@ -37,11 +38,11 @@ from mindspore import nn, ops
 
 from .cells.train_cell import global_norm, norm_plan
 from .common.model_kinds import describe, is_pytorch, is_torch_style_module, is_torch_style_optimizer, not_a_cell
-from .common.torch_style import torch_table
 from .recorders.live_health import UpdateGuard, guard_settings
 from .recorders import Diagnostic, LoopSource, MonitorSettings, Pipeline, default_recorders
 from .recorders.options import from_keywords
 from .monitor import _check_recorders
+from .loop_params import loop_params
 
 __all__ = ["LoopMonitor"]
 
@@ -152,7 +153,8 @@ class LoopMonitor:
             raise ValueError("on_anomaly='skip' needs optimizer= (LoopMonitor.update applies it)")
         # A torch-style model: its parameters from the optimizer's param_groups (or the module), named by
         # named_parameters(); checked now (a bad param_names list fails here, not in training).
-        self.table = torch_table(optimizer if torch_style else None, network if torch_style else None,
+        self.table = loop_params(optimizer if is_torch_style_optimizer(optimizer) else None,
+                                 network if network is not None and not isinstance(network, nn.Cell) else None,
                                  param_names, lr) if torch_style else None
         extra = _check_recorders(recorders)
         self.monitor = Pipeline(self.settings, lambda s: default_recorders(s, extra), owner="LoopMonitor")

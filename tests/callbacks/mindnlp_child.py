@@ -8,7 +8,8 @@ the MindNLP environment by test_mindnlp.py): ``python mindnlp_child.py OUT SCENA
   reference (per-layer gradient norms, weight norms, update ratios, learning rates of every step) is computed on the
   host from the parameters and written to ``OUT/loop/reference.json``;
 * ``explicit``: no optimizer given; ``param_names=`` and ``lr=`` callables, the gradients given to ``mon.step``;
-* ``trainer``: MindNLP's ``Trainer`` (transformers' API) with its own TensorBoard callback.
+* ``trainer``: MindNLP's ``Trainer`` (transformers' API) with its own TensorBoard callback and the
+  ``TrainerMonitor`` TrainerCallback (``tb_mindspore_callbacks.torch_style``) recording every tier.
 
 MindNLP's own optimizers have no CPU kernels (``addcdiv``, ``raw_sgd``) and its ``Optimizer.zero_grad`` fails
 (``mindtorch.autograd.profiler``): the loop uses an AdamW of elementwise operations and ``model.zero_grad()``.
@@ -192,9 +193,9 @@ def scenario_explicit():
 
 
 def scenario_trainer():
+    torch = _imports()[0]               # MindNLP first: it sets up the transformers API on MindSpore
     from transformers import Trainer, TrainingArguments
 
-    torch = _imports()[0]
     model = make_model()
 
     class Data(torch.utils.data.Dataset):
@@ -209,13 +210,28 @@ def scenario_trainer():
         def __getitem__(self, i):
             return {"input_ids": torch.tensor(self.ids[i]), "labels": torch.tensor(self.labels[i])}
 
+    from transformers import TrainerCallback
+    from tb_mindspore_callbacks.torch_style import TrainerMonitor
+
+    class KeepLogs(TrainerCallback):
+        def __init__(self):
+            self.logs = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            self.logs.append(dict(logs or {}, step=state.global_step))
+
     out = os.path.join(OUT, "trainer")
     # max_grad_norm=0: MindNLP's gradient clipping calls a norm without a CPU path (LpNorm with axis None).
     args = TrainingArguments(output_dir=os.path.join(out, "output"), logging_dir=os.path.join(out, "hf"),
                              report_to=["tensorboard"], per_device_train_batch_size=4, max_steps=4, logging_steps=2,
+                             eval_strategy="steps", eval_steps=4, per_device_eval_batch_size=8,
                              save_strategy="no", use_cpu=True, max_grad_norm=0, disable_tqdm=True)
     opt = adamw_class()(model.parameters(), lr=1e-3)
-    Trainer(model=model, args=args, train_dataset=Data(16, 0), optimizers=(opt, None)).train()
+    keep = KeepLogs()
+    monitor = TrainerMonitor(os.path.join(out, "ours"), collect_freq=2, debug="all", debug_freq=2, diagnostic_freq=2)
+    Trainer(model=model, args=args, train_dataset=Data(16, 0), eval_dataset=Data(8, 1), optimizers=(opt, None),
+            callbacks=[keep, monitor]).train()
+    _write("trainer", "trainer_logs.json", {"logs": keep.logs})
 
 
 def _write(name, filename, body):

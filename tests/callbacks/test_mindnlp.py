@@ -109,13 +109,32 @@ def test_explicit_names_learning_rate_and_gradients(runs):
     assert ref["errors"] == 0
     scalars, tensors = read_run(logdir)
     info = run_info(tensors)[1]
-    assert info["optimizer"] is None and info["lr_config"]["source"] == "lr="
+    assert info["optimizer"] is None and info["lr_config"]["kind"] == "dynamic"       # lr= a callable
     assert [v for _, v in scalars[metadata.LEARNING_RATE]] == pytest.approx([1e-3, 5e-4, 2.5e-4])
     grads = layer_series(logdir, metadata.GRAD_NORM_LAYERS)
     layer = "m.bert.encoder.layer.0.intermediate.dense.weight"
     for r in ref["steps"]:
         assert grads[r["step"]][layer] == pytest.approx(r["grad_norm"][layer], rel=1e-4)
     assert info["not_recorded"] == {} and "weight_norms" in info["recorded"]
+
+
+def test_mindnlp_trainer_recorded_by_the_trainer_callback(runs):
+    """MindNLP's Trainer with ``TrainerMonitor`` (the transformers TrainerCallback of ``torch_style``): every tier
+    under the Hugging Face names, the loss as the Trainer logged it."""
+    out, log = runs
+    logdir = out / "trainer" / "ours"
+    scalars, tensors = read_run(logdir)
+    with open(out / "trainer" / "trainer_logs.json") as f:
+        logs = json.load(f)["logs"]
+    logged = {r["step"]: r["loss"] for r in logs if "loss" in r}
+    (iv,) = [v for s, v in tensors[metadata.interval_tag(metadata.LOSS)] if s == 2]
+    assert iv[1] == pytest.approx(logged[2], abs=1e-3)            # the mean over the Trainer's logging window
+    assert len(scalars[metadata.GRAD_NORM]) == 2 and scalars[metadata.GRAD_NORM][0][1] > 0
+    assert [s for s, _ in scalars[metadata.EVAL_LOSS]] == [4]
+    grads = layer_series(logdir, metadata.GRAD_NORM_LAYERS)
+    assert "bert.encoder.layer.1.attention.self.query.weight" in grads[2]
+    assert metadata.UPDATE_RATIO_LAYERS in tensors and metadata.WEIGHT_NORM_LAYERS in tensors
+    assert "recording failed" not in log
 
 
 def test_mindnlp_trainer_logs_are_placed_by_the_contract(runs):
