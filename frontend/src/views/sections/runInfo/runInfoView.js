@@ -15,6 +15,7 @@ const SOURCE_LABELS = {
   hparams: "HParams summary",
   lineage_file: "MindSpore lineage file",
   converted_lineage: "MindSpore lineage (converted)",
+  mindformers_config: "mindformers config",
 };
 
 function factTable(rows, testid) {
