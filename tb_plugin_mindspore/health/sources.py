@@ -4,10 +4,10 @@
   with both loaders). Reads every stored point of plugin ``scalars`` and of our plugin ``mindspore`` (interval
   statistics, per-layer vectors, run info). With ``logdir`` (the server's own ``--logdir``, never a path from a
   request) it also looks at the run folders' event files for size and modification time.
-* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does: TensorBoard's
-  own loader (``plugin_event_multiplexer`` + ``MultiplexerDataProvider``, every point kept) merged with our
-  ``*_MS`` reader through the plugin's ``MergedProvider``, so runs have the tab's names; then the same code as
-  above.
+* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does: the event
+  files through the plugin's own record reader (``reading/event_provider.py``: TensorBoard's runs, metadata and
+  values, every point kept, linear in the number of files) merged with our ``*_MS`` reader through the plugin's
+  ``MergedProvider``, so runs have the tab's names; then the same code as above.
 * :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
   histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
 """
@@ -288,60 +288,47 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
 
 # ---------------------------------------------------------------------------------------------------------------
 # From a logdir on disk
-def _keep_all_size_guidance():
-    from tensorboard.backend.event_processing import event_accumulator
-
-    return {
-        event_accumulator.COMPRESSED_HISTOGRAMS: 1,
-        event_accumulator.IMAGES: 1,
-        event_accumulator.AUDIO: 1,
-        event_accumulator.SCALARS: 0,
-        event_accumulator.HISTOGRAMS: 1,
-        event_accumulator.TENSORS: 0,     # 0 keeps every point (scalars are stored as tensors here)
-    }
-
-
 def load_provider(logdir):
-    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point."""
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    """A data provider over the event files under ``logdir`` (local or a URL) with every point of every scalar and
+    of this plugin's series, read completely by the plugin's own record reader (``reading/event_provider.py``)."""
+    from ..reading import event_provider
 
-    mux = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=_keep_all_size_guidance(),
-        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: 1, "images": 1},
-    )
-    mux.AddRunsFromDirectory(logdir)
-    mux.Reload()
-    return data_provider.MultiplexerDataProvider(mux, logdir)
+    return event_provider.load(logdir)
 
 
-def logdir_provider(events_root, ms_root=None):
-    """The data provider the tab would have over a local logdir: TensorBoard's loader over ``events_root`` (every
-    point kept) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the ``*_MS`` files under
-    ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no ``ms_root`` or no
-    ``*_MS`` files in it)."""
+def logdir_provider(events_root, ms_root=None, warnings=None):
+    """The data provider the tab would have over a logdir: the event files under ``events_root`` (every point
+    kept, :func:`load_provider`) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the
+    ``*_MS`` files under ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no
+    ``ms_root`` or no ``*_MS`` files in it). ``warnings``: a list that gets every record and file left out
+    (``{"run", "file", "offset", "reason"}``)."""
     from ..reading import ms_provider
 
     events = load_provider(events_root)
+    if warnings is not None:
+        warnings.extend(events.warnings(limit=10 ** 6))
     if not ms_root or not _has_ms_files(ms_root):
         return events, None
     ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
     for _ in range(100000):
         if not ms.ms.reload().pending:
             break
+    if warnings is not None:
+        warnings.extend(ms.warnings(limit=10 ** 6))
     return ms_provider.MergedProvider(events, ms), ms
 
 
-def runs_from_view(events_root, ms_root, logdir, now=None):
+def runs_from_view(events_root, ms_root, logdir, now=None, warnings=None):
     """``[RunSeries]`` of every run the tab lists for this logdir (its own ``runs`` route, with the same names:
     event files under ``events_root``, ``*_MS`` files under ``ms_root`` or none), plus the ``*_MS`` runs that hold
     only lineage (the tab's Run info lists those), sorted by name. ``logdir``: where the run folders really are
-    (file sizes and modification times)."""
+    (file sizes and modification times); ``warnings``: as for :func:`logdir_provider`."""
     from tensorboard import context as tb_context
 
     from ..reading import provider as data_view
 
     ctx = tb_context.RequestContext()
-    provider, ms = logdir_provider(events_root, ms_root)
+    provider, ms = logdir_provider(events_root, ms_root, warnings)
     listing = ProviderListing(provider, ctx, "")
     runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=logdir, now=now)
     taken = {r.run for r in runs}
@@ -357,18 +344,13 @@ def runs_from_view(events_root, ms_root, logdir, now=None):
     return sorted(runs, key=lambda r: r.run)
 
 
-def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
-    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files), named
-    and merged as the tab does (:func:`runs_from_view`).
-
-    Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
-    as ``reading.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
-    """
-    from ..reading import safe_view
-
+def runs_from_logdir(logdir, now=None, include_ms=True, warnings=None):
+    """``[RunSeries]`` of every run under ``logdir`` (a local folder or a URL; TensorBoard event files and ``*_MS``
+    files), named and merged as the tab does (:func:`runs_from_view`). Files and records that cannot be read
+    (FIFOs, link loops, damaged or undecodable records, impossible record lengths) are left out and, with a
+    ``warnings`` list, named in it."""
     logdir = fs.normalize(logdir)   # a local folder or a URL (reading/fs.py)
-    with safe_view.safe_view(logdir, problems) as view:
-        return runs_from_view(view, logdir if include_ms else None, logdir, now=now)
+    return runs_from_view(logdir, logdir if include_ms else None, logdir, now=now, warnings=warnings)
 
 
 def runs_from_ms_logdir(ms_logdir, runs=None, now=None):

@@ -24,6 +24,7 @@ The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`la
 ``convert`` build on them.
 """
 
+import errno
 import json
 import os
 import re
@@ -353,7 +354,10 @@ class MsFile:
         text = "%s: %s" % (type(error).__name__, error.strerror or error)
         if self._io_error != text:
             self._io_error = text
-            self.problem(self.offset, "cannot read file (%s); will retry" % text)
+            if getattr(error, "errno", None) == errno.ELOOP:
+                self.problem(self.offset, "symbolic link loop; never read")
+            else:
+                self.problem(self.offset, "cannot read file (%s); will retry" % text)
             self.skipped -= 1  # nothing was skipped, only delayed
 
     def read_events(self, max_bytes):

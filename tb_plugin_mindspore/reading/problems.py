@@ -4,7 +4,8 @@ Each warning is ``{"run", "file", "offset", "reason"}`` (``file`` relative to th
 both ``None`` where the data came through TensorBoard's loader, which does not say), plus ``"tag"`` and ``"step"``
 for a left-out record of one series. Sources, each isolated (one that fails is logged and the others still count):
 
-* damaged records and unreadable files among MindSpore's ``*_MS`` files (``MsLogdir.warnings``);
+* damaged records and unreadable files among MindSpore's ``*_MS`` files (``MsLogdir.warnings``), and among the
+  event files when the plugin's own event reader is the provider (``report``: ``EventLogdir.warnings``);
 * files no reader may open (FIFOs, sockets, symbolic link loops) and event files whose record framing breaks
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
@@ -49,6 +50,9 @@ def content_problems(data_provider, ctx, eid):
 def collect(plugin, ctx, eid, provider_ok=True):
     """Every warning for the ``status`` route of ``plugin`` (a ``MindSporePlugin``), at most ``MAX_WARNINGS``."""
     sources = []
+    events = _event_files_provider(plugin)
+    if events is not None:
+        sources.append(("event files", lambda: events.warnings(MAX_WARNINGS)))
     if getattr(plugin, "_ms", None) is not None:
         sources.append(("MindSpore summary files", lambda: plugin._ms.warnings()))
     sources.append(("files under the logdir", plugin._status.file_warnings))
@@ -75,6 +79,17 @@ def collect(plugin, ctx, eid, provider_ok=True):
                 return out
             out.append(w)
     return out
+
+
+def _event_files_provider(plugin):
+    """The plugin's own event-file provider (what ``check`` and ``report`` load), or None under TensorBoard's."""
+    from .event_provider import EventFilesProvider
+
+    provider = getattr(plugin, "_data_provider", None)
+    for candidate in (provider, getattr(provider, "primary", None)):
+        if isinstance(candidate, EventFilesProvider):
+            return candidate
+    return None
 
 
 def data_server_message(file_warnings):
