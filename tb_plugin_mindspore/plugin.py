@@ -103,6 +103,24 @@ def _scalar_view(request):
     return max_points, window, superseded in ("1", "true")
 
 
+def _reload_watch(context, logdir, interval):
+    """A started :class:`~.reading.reload_watch.ReloadWatch` over TensorBoard's Python loader, or None (fast loader,
+    no reloading asked for)."""
+    from .reading import reload_watch
+
+    multiplexer = getattr(context, "multiplexer", None)
+    flags = getattr(context, "flags", None)
+    if multiplexer is None or flags is None:
+        return None
+    try:
+        interval = float(interval)
+    except (TypeError, ValueError):
+        return None
+    expect = getattr(flags, "reload_task", "auto") in ("auto", "thread") and interval > 0
+    return reload_watch.ReloadWatch(multiplexer, {logdir: None} if logdir else {}, interval=interval,
+                                    expect_thread=expect).start()
+
+
 class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
@@ -129,6 +147,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
         self._health_config = health_cli.config_from_settings(
             getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
+        # TensorBoard's Python loader reloads in one thread that the first exception ends for good (a store outage,
+        # an undecodable record): watched, and replaced by the plugin's own reload loop once it is gone.
+        self._reload_watch = _reload_watch(context, self._logdir, reload_interval)
         self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
                                                 config=self._health_config,
                                                 multiplexer=getattr(context, "multiplexer", None))
@@ -221,6 +242,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
         provider_ok = tags is not None
         body["warnings"] = self._warnings.get((eid, provider_ok),
                                               lambda: problems.collect(self, ctx, eid, provider_ok=provider_ok))
+        if self._reload_watch is not None:
+            body["reloading"] = self._reload_watch.state()
         return body
 
     def _data_server_message(self):

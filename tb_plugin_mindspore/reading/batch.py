@@ -89,7 +89,8 @@ class ScalarsBatch:
 
     # -- where each series comes from ----------------------------------------------------------------------------
     def _source(self, run, tag, datum):
-        """``("events", version)`` when the event store holds the series up to TensorBoard's last point,
+        """``("events", version)`` when the event store holds the series up to TensorBoard's last point (or read
+        past an undecodable record, where TensorBoard's fast loader stops reading the file),
         ``("ms", version)`` for a ``*_MS`` run, else ``("provider",)``."""
         events = self._events
         if events is not None and events.want(run):
@@ -98,7 +99,9 @@ class ScalarsBatch:
             if (series is None or series.last() != target) and events.caught_up(run):
                 events.sync(run)   # what is new since the background thread's last read
                 series = events.series(run, tag)
-            if series is not None and series.last() == target:
+            if series is not None and (series.last() == target or (
+                    events.skipped_undecodable(run) and events.caught_up(run))):
+                # Up to TensorBoard's last point; or past a record TensorBoard's fast loader stops at for good.
                 interval = events.interval(run, tag)
                 return ("events", series.version, interval.version if interval is not None else None)
         if self._ms is not None and self._ms.has_run(run):

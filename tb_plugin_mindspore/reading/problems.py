@@ -9,6 +9,7 @@ for a left-out record of one series. Sources, each isolated (one that fails is l
 * files no reader may open (FIFOs, sockets, symbolic link loops) and event files whose record framing breaks
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
+* TensorBoard's own reloading stopped, replaced, or failing now (``reload_watch.ReloadWatch.warnings``);
 * malformed landscape records and run information records (``LandscapeReader.problems``,
   ``RunInfoReader.problems``).
 """
@@ -50,6 +51,9 @@ def content_problems(data_provider, ctx, eid):
 def collect(plugin, ctx, eid, provider_ok=True):
     """Every warning for the ``status`` route of ``plugin`` (a ``MindSporePlugin``), at most ``MAX_WARNINGS``."""
     sources = []
+    watch = getattr(plugin, "_reload_watch", None)
+    if watch is not None:
+        sources.append(("TensorBoard's reloading", watch.warnings))
     events = _event_files_provider(plugin)
     if events is not None:
         sources.append(("event files", lambda: events.warnings(MAX_WARNINGS)))

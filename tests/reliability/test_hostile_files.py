@@ -207,6 +207,42 @@ def test_fifo_and_symlink_loops_are_status_warnings(tmp_path):
         app.close()
 
 
+def _undecodable_record(step):
+    """Good checksums, a tag that is not UTF-8: protobuf refuses the record."""
+    data = hostile.loss_events(step, tag="core/lossXX")[-1].SerializeToString().replace(b"lossXX", b"lo\xff\xfess")
+    return records.frame(data)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # TensorBoard's own thread
+@pytest.mark.parametrize("load_fast", ["false", "true"])
+def test_undecodable_record_is_skipped_and_named_by_the_server(tmp_path, load_fast):
+    """Before: the Python loader's reload thread died on it (no run loaded after it, ever); the fast loader skipped
+    it silently. Now both show every other run and record, later runs appear, and status names the record."""
+    root = tmp_path / "logs"
+    first, last = hostile.loss_events(1), hostile.loss_events(3)[-1:]
+    bad = hostile.write_events(str(root / "bad" / hostile.EVENT_NAME), first,
+                               tail=_undecodable_record(2) + records.frame(last[0].SerializeToString()))
+    hostile.write_events(str(root / "good" / hostile.EVENT_NAME), hostile.loss_events(5))
+    offset = os.path.getsize(bad) - len(records.frame(last[0].SerializeToString())) - len(_undecodable_record(2))
+    app = App(root, load_fast=load_fast)
+    try:
+        app.wait_for_runs(["bad", "good"])
+        hostile.write_events(str(root / "later" / hostile.EVENT_NAME), hostile.loss_events(5))
+        app.wait_for_runs(["later"], timeout=30)
+        (named,) = _wait(lambda: [w for w in _warnings(app) if w["file"] == "bad/" + hostile.EVENT_NAME],
+                         what="the record in the warnings")
+        assert named["offset"] == offset and "undecodable record" in named["reason"] and "UTF-8" in named["reason"]
+        _wait(lambda: [p[0] for p in app.plugin("/scalars", run="bad", tag="core/loss")["points"]] == [1, 3],
+              what="steps 1 and 3 of the damaged run")
+        if load_fast == "false":
+            reloading = app.plugin("/status")["reloading"]
+            assert reloading["by"] == "plugin" and reloading["ok"], reloading
+        for route in LISTING_ROUTES:
+            app.plugin(route)
+    finally:
+        app.close()
+
+
 def test_huge_record_length_costs_no_memory(tmp_path):
     """A header claiming 250 MB (valid length checksum, wrong payload checksum) in a sparse file: the checksum is
     computed in chunks, the payload never held in memory (it took about 2x its size before)."""
