@@ -11,7 +11,9 @@ for a moment (``botocore`` errors while listing ``s3://...``) and an event recor
 the way it did (``AddRunsFromDirectory`` for each logdir, then ``Reload``), but catching every failure: a record
 that does not decode is skipped by TensorBoard's reader once it has raised, so the reload is simply tried again at
 once (up to ``RETRIES_PER_ROUND`` times); any other failure is recorded and retried next round. So after an outage
-of any length the runs written meanwhile appear within a reload interval of the store answering again.
+of any length the runs written meanwhile appear within a reload interval of the store answering again. A bucket
+root as the logdir (``s3://bucket``), which TensorBoard's S3 reader cannot list at all, is listed by the plugin and
+its run folders added one by one.
 :meth:`ReloadWatch.state` and :meth:`ReloadWatch.warnings` say what happened for the ``status`` route.
 """
 
@@ -121,7 +123,10 @@ class ReloadWatch:
         """One round as TensorBoard's thread does it, every failure caught; True when it went through."""
         try:
             for path, name in self._logdirs.items():
-                self._mux.AddRunsFromDirectory(path, name)
+                if is_bucket_root(path):
+                    self._add_bucket_runs(path, name)
+                else:
+                    self._mux.AddRunsFromDirectory(path, name)
             for _ in range(RETRIES_PER_ROUND):
                 try:
                     self._mux.Reload()
@@ -150,6 +155,20 @@ class ReloadWatch:
             self._error = None
             self._last_ok = self._clock()
         return True
+
+    def _add_bucket_runs(self, root, name):
+        """TensorBoard's S3 reader cannot list a bucket's root (``s3://bucket``: it fails at once, and its reload
+        thread with it): the run folders are found by the plugin's own listing (``fs.walk``) and added one by one,
+        so a bucket-root logdir shows every run in a folder of the bucket. Event files lying in the bucket's root
+        itself stay unread (its reader cannot open them either); ``status`` says so."""
+        from . import fs
+
+        root = root.rstrip("/")
+        for folder, _, names in fs.walk(root):
+            if folder.rstrip("/") == root or not any("tfevents" in n for n in names):
+                continue
+            run = folder[len(root) + 1:]
+            self._mux.AddRun(folder, run if not name else "%s/%s" % (name, run))
 
     def stop(self, timeout=5.0):
         self._stopping.set()
@@ -185,11 +204,26 @@ class ReloadWatch:
                         "reason": "reloading the logdir fails since %s (%s): no new runs or points until it works "
                                   "again; retrying every %g s" % (_clock_text(s["error"]["since"]),
                                                                   s["error"]["message"], self._interval)})
+        roots = [p for p in self._logdirs if is_bucket_root(p)]
+        if roots:
+            out.append({"run": None, "file": None, "offset": None,
+                        "reason": "the logdir %s is a bucket's root, which TensorBoard's S3 reader cannot list: the "
+                                  "MindSpore plugin adds the run folders inside it; event files lying in the root "
+                                  "itself are not read. Use a folder inside the bucket (e.g. %s/logs)"
+                                  % (roots[0], roots[0].rstrip("/"))})
         if s["skipped_records"]:
             out.append({"run": None, "file": None, "offset": None,
                         "reason": "TensorBoard's loader skipped %d event record(s) that do not decode (named with "
                                   "their files below where found)" % s["skipped_records"]})
         return out
+
+
+def is_bucket_root(path):
+    """Whether ``path`` is an object store's bucket with no folder (``s3://bucket``, ``s3://bucket/``)."""
+    path = str(path or "")
+    if "://" not in path or path.startswith("file://"):
+        return False
+    return "/" not in path.split("://", 1)[1].strip("/")
 
 
 def _clock_text(t):
