@@ -49,11 +49,12 @@ def report(logdir, config=None, now=None, jobs=None):
 
     now = time.time() if now is None else float(now)
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
+    clusters = _rank_file_problems(logdir)     # first: the rank files are then read whole for the cluster rules
     folders = {} if fs.is_remote(logdir) or jobs == 1 else run_folders(logdir)
     if len(folders) < MIN_PARALLEL_RUNS:
         warnings = []
         result = engine.report(sources.runs_from_logdir(logdir, now=now, warnings=warnings), config)
-        result["warnings"] = warnings
+        result["warnings"] = warnings + clusters
         return result
     names = sorted(folders)
     shares = [names[i::jobs * 2] for i in range(jobs * 2)]
@@ -61,7 +62,15 @@ def report(logdir, config=None, now=None, jobs=None):
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         parts = list(pool.map(_check_share, tasks))
     return {"runs": sorted((r for rows, _ in parts for r in rows), key=lambda r: r["run"]),
-            "warnings": sorted((w for _, found in parts for w in found), key=lambda w: (w["file"], w["offset"] or 0))}
+            "warnings": sorted((w for _, found in parts for w in found), key=lambda w: (w["file"], w["offset"] or 0))
+            + clusters}
+
+
+def _rank_file_problems(logdir):
+    """Rank files refused, their records left out or rows let go (``reading.cluster.logdir_problems``)."""
+    from ..reading import cluster, fs
+
+    return [] if fs.is_remote(logdir) else cluster.logdir_problems(logdir)
 
 
 def _context():

@@ -190,6 +190,35 @@ class _Registry:
 _HEALTH_REGISTRY = _Registry()
 
 
+def problems_of(data, logdir, run):
+    """``[{"run", "file", "offset", "reason"}]`` of a cluster's ranks that are not shown whole: a rank file refused
+    (and why), records left out (all zero bytes, impossible steps or wall times), older rows let go, unreadable
+    files. ``file`` relative to ``logdir``."""
+    out = []
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    for r in data.ranks:
+        for reason in r.problems():
+            out.append({"run": run, "file": os.path.relpath(os.path.abspath(r.path), base), "offset": None,
+                        "reason": "rank %d: %s" % (r.rank, reason)})
+    return out
+
+
+def logdir_problems(logdir):
+    """:func:`problems_of` every cluster under a local ``logdir`` (what ``tb-mindspore check`` reports), each rank
+    file read completely into the registry the health rules then use (so they judge every row, and each file is
+    read once)."""
+    if not logdir or "://" in str(logdir) or not os.path.isdir(logdir):
+        return []
+    out = []
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    for run, (source, members) in sorted(discover(base).items()):
+        folder = os.path.normpath(os.path.join(base, run))
+        data = _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
+        data.reload(complete=True)
+        out += problems_of(data, base, run)
+    return out
+
+
 _FOUND = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4096)
 
 
@@ -246,6 +275,14 @@ class ClusterReader:
                         "last_step": int(steps[-1]) if steps.size else None})
         return {"clusters": out}
 
+    def problems(self):
+        """``status`` warnings: every rank file refused, records left out, rows let go (:func:`problems_of`)."""
+        out = []
+        for run in sorted(self._clusters()):
+            data, _ = self._data(run)
+            out += problems_of(data, self.logdir, run)
+        return out
+
     def matrix(self, run, metric, max_steps=DEFAULT_MAX_STEPS):
         """JSON text of one metric as a ranks x steps heatmap (the ``layers`` route's matrix format)."""
         if metric not in METRICS:
@@ -273,7 +310,8 @@ class ClusterReader:
         for i, r in enumerate(ranks):
             nodes.setdefault(r.host, []).append(i)
             rows.append(dict({"rank": r.rank, "node": r.host, "local_rank": r.local_rank,
-                              "label": "rank %d" % r.rank}, **status[i]))
+                              "label": "rank %d" % r.rank + (" (refused)" if r.refused else ""),
+                              "refused": r.refused}, **status[i]))
         body = {
             "run": run, "metric": metric, "source": data.source, "display_name": title, "unit": unit,
             "scale": scale, "ranks": rows,

@@ -27,7 +27,6 @@ The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`la
 import errno
 import json
 import os
-import re
 import stat
 import struct
 
@@ -55,7 +54,6 @@ _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _crc = google_crc32c.value
 _ZERO4 = b"\x00\x00\x00\x00"
-_NONZERO = re.compile(rb"[^\x00]")
 
 
 def file_kind(name):
@@ -91,10 +89,10 @@ def _find_resync(buf, start):
         if p + HEADER_BYTES > end:
             return None
         if buf[p + 8:p + 12] == _ZERO4 and buf[p:p + 4] == _ZERO4:
-            m = _NONZERO.search(buf, p)
-            if m is None:
+            nonzero = _first_nonzero(buf, p)
+            if nonzero is None:
                 return None
-            pos = max(p + 1, m.start() - 11)
+            pos = max(p + 1, nonzero - 11)
             continue
         if _header_ok(buf, p):
             (n,) = _U64(buf, p)
@@ -105,6 +103,20 @@ def _find_resync(buf, start):
                 if _masked(_crc(buf[p + HEADER_BYTES:stop])) == _U32(buf, stop)[0]:
                     return p
         pos = p + 1
+    return None
+
+
+def _first_nonzero(buf, start):
+    """The offset of the first non-zero byte of ``buf`` at or after ``start``, or None: numpy over growing blocks
+    (a 2 GiB zeroed stretch is skipped at memory speed; a regular expression took 30 ms per MB)."""
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    i, step = start, 4096
+    while i < arr.size:
+        block = arr[i:i + step]
+        if block.any():
+            return i + int(np.argmax(block != 0))
+        i += step
+        step = min(step * 4, 16 << 20)
     return None
 
 

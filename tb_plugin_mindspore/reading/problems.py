@@ -6,6 +6,7 @@ for a left-out record of one series. Sources, each isolated (one that fails is l
 
 * damaged records and unreadable files among MindSpore's ``*_MS`` files (``MsLogdir.warnings``), and among the
   event files when the plugin's own event reader is the provider (``report``: ``EventLogdir.warnings``);
+* per-rank statistics files refused (and why), their records left out, rows let go (``ClusterReader.problems``);
 * files no reader may open (FIFOs, sockets, symbolic link loops) and event files whose record framing breaks
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
@@ -60,6 +61,7 @@ def collect(plugin, ctx, eid, provider_ok=True):
     if getattr(plugin, "_ms", None) is not None:
         sources.append(("MindSpore summary files", lambda: plugin._ms.warnings()))
     sources.append(("files under the logdir", plugin._status.file_warnings))
+    sources.append(("rank files", lambda: plugin._cluster_reader().problems()))
     if provider_ok:
         sources.append(("plugin content", lambda: content_problems(plugin._data_provider, ctx, eid)))
         sources.append(("landscapes", lambda: plugin._landscape_reader().problems(ctx, eid)))

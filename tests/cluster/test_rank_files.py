@@ -60,11 +60,11 @@ def test_a_row_cut_short_is_read_once_complete_and_reads_are_incremental(tmp_pat
 
 def test_a_replaced_file_is_read_from_its_start_and_a_rerun_step_keeps_its_last_row(tmp_path):
     path = str(tmp_path / "cluster" / "rank0.tbmsrank")
-    write_rank_file(path, 0, np.arange(1, 11), np.arange(1, 11) * 1.0, {"loss": np.full(10, 1.0)})
+    write_rank_file(path, 0, np.arange(1, 11), 1e9 + np.arange(1, 11), {"loss": np.full(10, 1.0)})
     data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
     data.reload()
     os.remove(path)
-    write_rank_file(path, 0, np.array([1, 2, 3, 2]), np.arange(4) * 1.0, {"loss": np.array([5.0, 6.0, 7.0, 8.0])})
+    write_rank_file(path, 0, np.array([1, 2, 3, 2]), 1e9 + np.arange(4), {"loss": np.array([5.0, 6.0, 7.0, 8.0])})
     data.reload()
     _, steps, _, mats = data.aligned()
     assert steps.tolist() == [1, 2, 3] and mats["loss"][0][0].tolist() == [5.0, 8.0, 7.0]
@@ -81,7 +81,7 @@ def test_foreign_files_are_refused_with_a_reason(tmp_path):
                                                                (1, str(bad))])
     data.reload()
     ranks, steps, _, _ = data.aligned()
-    assert steps.tolist() == [1, 2, 3] and "magic" in [r for r in ranks if r.rank == 1][0].error
+    assert steps.tolist() == [1, 2, 3] and "magic" in [r for r in ranks if r.rank == 1][0].refused
 
 
 def test_fifo_named_like_a_rank_file_is_never_opened(tmp_path):
