@@ -19,7 +19,7 @@ from .. import metadata, rank_file
 
 SOURCE_RANK_FILES = "rank_files"
 SOURCE_RANK_FOLDERS = "rank_folders"
-_READ_CHUNK = 4 << 20          # bytes of a rank file read at once
+_READ_CHUNK = 1 << 20          # bytes of a rank file read at once
 _READ_BUDGET = 64 << 20        # bytes of a rank file read per reload
 MAX_KEPT_STEPS = 100_000       # rows kept per rank (the newest): 5x what the view's widest matrix shows
 _FIELDS = frozenset(metadata.RANK_FIELDS)

@@ -47,6 +47,8 @@ MAX_PROBLEMS_PER_FILE = 50
 # A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
 # costs no memory), and is read once into its own buffer.
 LARGE_RECORD_BYTES = 8 << 20
+# A local file is read in pieces of this size (see MsFile.read_payloads).
+READ_PIECE = 1 << 20
 # First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
 HEAD_BYTES = 64
 
@@ -297,10 +299,16 @@ class MsFile:
     def read_payloads(self, max_bytes):
         """Reads up to about ``max_bytes`` new bytes; returns ``(payloads, offsets, bytes_read)``.
 
-        A single record larger than ``max_bytes`` is still read whole. Problems are recorded on the object.
+        A local file is read in pieces of at most ``READ_PIECE`` bytes (what a read holds in memory at once, so a
+        huge or hostile file costs a piece, never its size, and no large buffer lingers in the allocator's heap);
+        a remote one in one byte range. A single record larger than a piece is still read whole. Problems are
+        recorded on the object.
         """
         if self._stat() is None:
             return [], [], 0
+        payloads, offsets, nread = [], [], 0
+        budget = max(int(max_bytes), HEADER_BYTES)
+        piece = budget if fs.is_remote(self.path) else min(budget, READ_PIECE)
         try:
             with _open_regular(self.path) as f:
                 st = fs.fstat(f)
@@ -308,32 +316,41 @@ class MsFile:
                     return [], [], 0
                 self._check_identity(st, f)
                 size = self.size = st.st_size
-                if size <= self.offset:
-                    return [], [], 0
-                want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
-                f.seek(self.offset)
-                buf = f.read(want)
-                res = scan(buf, self.offset, self._resyncing)
-                if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
-                    # One record larger than the chunk, and the file holds all of it.
-                    if res.need > LARGE_RECORD_BYTES and not self._resyncing:
-                        return self._read_large(f, res.need, size)
+                while self.offset < size and nread < budget:
+                    want = min(size - self.offset, piece, max(budget - nread, HEADER_BYTES))
                     f.seek(self.offset)
-                    buf = f.read(res.need)
+                    buf = f.read(want)
                     res = scan(buf, self.offset, self._resyncing)
+                    if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
+                        # One record larger than the piece, and the file holds all of it.
+                        if payloads:
+                            break                    # the next call reads it
+                        if res.need > LARGE_RECORD_BYTES and not self._resyncing:
+                            return self._read_large(f, res.need, size)
+                        f.seek(self.offset)
+                        buf = f.read(res.need)
+                        res = scan(buf, self.offset, self._resyncing)
+                    nread += len(buf)
+                    self._take(res, size, reached_end=self.offset + len(buf) >= size)
+                    payloads += res.payloads
+                    offsets += res.offsets
+                    if res.consumed == 0 or self.pending:
+                        break
         except OSError as e:
             self._report_io(e)
-            return [], [], 0
+            return payloads, offsets, nread
         self._io_error = None
+        return payloads, offsets, nread
+
+    def _take(self, res, size, reached_end):
+        """Moves past what a scan consumed, recording its problems."""
         for offset, reason in res.problems:
             self.problem(offset, reason)
         self._resyncing = res.resyncing
-        reached_end = self.offset + len(buf) >= size
         self.offset += res.consumed
-        # An incomplete record counts as pending only when it is the file's last one (not the end of a chunk).
+        # An incomplete record counts as pending only when it is the file's last one (not the end of a piece).
         self.pending = size - self.offset if res.need and reached_end else 0
         self.records += len(res.payloads)
-        return res.payloads, res.offsets, len(buf)
 
     def _read_large(self, f, total, size):
         """One record of ``total`` bytes (header and footer included) at ``offset``, its length checksum good: the
