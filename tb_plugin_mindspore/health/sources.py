@@ -160,11 +160,13 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
                      multiplexer=multiplexer)
 
 
-def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None, multiplexer=None):
+def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None, multiplexer=None,
+              problems=None):
     """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
 
     Reads every stored point of the series a rule uses: from ``multiplexer`` (the Python loader's, fast) where it
-    holds them, else in one provider call for the scalars of all these runs and one for our plugin's series."""
+    holds them, else in one provider call for the scalars of all these runs and one for our plugin's series.
+    ``problems``: a list that gets every JSON record left out (run information, health events, run end markers)."""
     from ..reading import points as points_module
 
     now = time.time() if now is None else float(now)
@@ -182,7 +184,7 @@ def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, no
     records = _json_records(data_provider, ctx, experiment_id, {
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
     return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
-                        _json_facts(ours[run], records.get(run) or {})) for run in names]
+                        _json_facts(ours[run], records.get(run) or {}, problems, run)) for run in names]
 
 
 # Our series that hold one JSON object per record, read whole and decoded by their contract module.
@@ -204,30 +206,62 @@ def _json_records(data_provider, ctx, experiment_id, run_tags):
             for run, tags in run_tags.items()}
 
 
-def _decoded(decode, data):
+_WHAT = {metadata.KIND_RUN_INFO: "run information", metadata.KIND_HEALTH_EVENT: "health event",
+         metadata.KIND_RUN_END: "run end marker"}
+
+
+def _decoded(kind, decode, items, problems=None, run=None):
+    """The decoded records of ``items`` (``(tag, datum)``); one that cannot be read is left out and, with a
+    ``problems`` list, named there (a health event nested 100,000 deep must not vanish silently)."""
     out = []
-    for datum in data:
+    for tag, datum in items:
         try:
             out.append(decode(datum.numpy))
-        except (TypeError, ValueError):   # one unreadable record is left out (ContentError is a ValueError)
-            continue
+        except (TypeError, ValueError) as e:   # ContentError is a ValueError
+            if problems is not None:
+                problems.append({"run": run, "file": None, "offset": None, "tag": tag, "step": int(datum.step),
+                                 "reason": "%s at step %d left out: %s" % (_WHAT[kind], datum.step, e)})
     return out
 
 
-def _json_facts(ours, records):
-    """``(run information of the newest record, [health events by step], newest run end marker or None)``."""
+def _json_facts(ours, records, problems=None, run=None):
+    """``(run information of the newest record, [health events by step], newest run end marker or None)``; records
+    left out are named in ``problems`` (a list) when given."""
     by_kind = {}
     for tag, data in records.items():
-        by_kind.setdefault(ours[tag][0].get("kind"), []).extend(data)
-    infos = _decoded(run_info_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_INFO, []), key=_step))
+        by_kind.setdefault(ours[tag][0].get("kind"), []).extend((tag, d) for d in data)
+
+    def decoded(kind, decode):
+        return _decoded(kind, decode, sorted(by_kind.get(kind, []), key=lambda item: item[1].step), problems, run)
+
+    infos = decoded(metadata.KIND_RUN_INFO, run_info_contract.decode)
     events, seen = [], set()
-    for ev in _decoded(health_event_contract.decode, sorted(by_kind.get(metadata.KIND_HEALTH_EVENT, []), key=_step)):
+    for ev in decoded(metadata.KIND_HEALTH_EVENT, health_event_contract.decode):
         key = (ev["rule"], ev["first_step"], ev["step"], tuple(ev["layers"]))   # one event written twice: once
         if key not in seen:
             seen.add(key)
             events.append(ev)
-    ends = _decoded(run_end_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_END, []), key=_step))
+    ends = decoded(metadata.KIND_RUN_END, run_end_contract.decode)
     return (infos[-1] if infos else {}), events, (ends[-1] if ends else None)
+
+
+def json_problems(data_provider, ctx, experiment_id):
+    """``status`` warnings: health events and run end markers that cannot be read (left out of the health rules,
+    so a run would look healthier than it was), with run, tag and step."""
+    from ..reading import series_cache
+
+    listing = series_cache.listings_for(data_provider).tensors(ctx, experiment_id, metadata.PLUGIN_NAME)
+    ours = {}
+    for run, tags in listing.items():
+        for tag, ts in tags.items():
+            content = series_cache.parsed_content(ts.plugin_content)
+            if content is not None and content.get("kind") in (metadata.KIND_HEALTH_EVENT, metadata.KIND_RUN_END):
+                ours.setdefault(run, {})[tag] = (content, ts)
+    records = _json_records(data_provider, ctx, experiment_id, {run: list(tags) for run, tags in ours.items()})
+    problems = []
+    for run in sorted(records):
+        _json_facts(ours[run], records[run], problems, run)
+    return problems
 
 
 def _step(datum):
@@ -330,7 +364,7 @@ def runs_from_view(events_root, ms_root, logdir, now=None, warnings=None):
     ctx = tb_context.RequestContext()
     provider, ms = logdir_provider(events_root, ms_root, warnings)
     listing = ProviderListing(provider, ctx, "")
-    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=logdir, now=now)
+    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=logdir, now=now, problems=warnings)
     taken = {r.run for r in runs}
     if ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
         runs += [r for r in runs_from_ms_logdir(ms.ms, now=now) if r.run not in taken]

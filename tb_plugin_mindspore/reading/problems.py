@@ -11,6 +11,7 @@ for a left-out record of one series. Sources, each isolated (one that fails is l
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
 * TensorBoard's own reloading stopped, replaced, or failing now (``reload_watch.ReloadWatch.warnings``);
+* health events and run end markers that cannot be read (``health.sources.json_problems``);
 * malformed landscape records and run information records (``LandscapeReader.problems``,
   ``RunInfoReader.problems``).
 """
@@ -66,6 +67,7 @@ def collect(plugin, ctx, eid, provider_ok=True):
         sources.append(("plugin content", lambda: content_problems(plugin._data_provider, ctx, eid)))
         sources.append(("landscapes", lambda: plugin._landscape_reader().problems(ctx, eid)))
         sources.append(("run information", lambda: plugin._run_info_reader().problems(ctx, eid)))
+        sources.append(("health events", lambda: _json_problems(plugin._data_provider, ctx, eid)))
     out, seen = [], set()
     for name, source in sources:
         try:
@@ -85,6 +87,12 @@ def collect(plugin, ctx, eid, provider_ok=True):
                 return out
             out.append(w)
     return out
+
+
+def _json_problems(data_provider, ctx, eid):
+    from ..health import sources
+
+    return sources.json_problems(data_provider, ctx, eid)
 
 
 def _event_files_provider(plugin):
