@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore import metadata, write_faults
 from tb_plugin_mindspore import __version__ as plugin_version
 
-from .._util import cb_get, logger
+from .._util import cb_get
 from ..run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from .base import Recorder
 from .events import json_value
@@ -180,4 +180,4 @@ class RunInfoRecorder(Recorder):
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            logger.warning("tb-mindspore: could not append to the registry %s: %s", path, e)
+            write_faults.report(path, e, "appending to the registry %s" % path, scope=s.logdir)

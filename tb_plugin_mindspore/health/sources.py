@@ -310,6 +310,9 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
                 layers[tag] = LayerSeries.from_rows(tag, names_, pts.steps[keep], pts.walls[keep],
                                                     [decoded[i] for i in keep])
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
+    last_step = max((int(s.steps[-1]) for s in scalars.values() if len(s.steps)), default=None)
+    if run_end is not None and last_step is not None and int(run_end.get("step", 0)) < last_step:
+        run_end = None      # training went on after it (a resume into the same folder): it no longer ends the run
     directory = run_dir(logdir, run)
     if directory is not None:
         total, newest, count = file_stats(directory, _is_data_file)
