@@ -33,7 +33,7 @@ def make_run(folder, files, records):
     """``files`` event files of ``records`` scalar records each (made once; a marker says it is complete)."""
     from tensorboard.compat.proto import event_pb2
 
-    from tb_plugin_mindspore import records as framing
+    from tb_plugin_mindspore.io import records as framing
 
     marker = folder + ".done"
     if os.path.exists(marker):

@@ -78,8 +78,8 @@ def make_target(name):
 
 
 def _target_records():
-    from tb_plugin_mindspore import records as framing
-    from tb_plugin_mindspore.reading import ms_files
+    from tb_plugin_mindspore.io import records as framing
+    from tb_plugin_mindspore.sources import ms_files
 
     def target(data):
         if len(data) < 2:
@@ -113,8 +113,9 @@ def _target_records():
 def _target_events():
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from tb_plugin_mindspore import metadata, summary
-    from tb_plugin_mindspore.reading import event_logdir
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.writing import summary
+    from tb_plugin_mindspore.sources import event_logdir
 
     reader = event_logdir.EventLogdir(None)
     state = {"run": event_logdir._Run("fuzz"), "n": 0}
@@ -139,8 +140,9 @@ def _target_events():
 
 
 def _target_ms_events():
-    from tb_plugin_mindspore.reading import ms_files, ms_proto
-    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+    from tb_plugin_mindspore.io import ms_proto
+    from tb_plugin_mindspore.sources import ms_files
+    from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
     mf = _Problems()
     state = {"templates": {}, "n": 0}
@@ -184,7 +186,8 @@ def _target_ms_events():
 
 
 def _target_lineage():
-    from tb_plugin_mindspore.reading import ms_lineage, ms_proto
+    from tb_plugin_mindspore.io import ms_proto
+    from tb_plugin_mindspore.sources import ms_lineage
 
     def target(data):
         lineage = {}
@@ -208,7 +211,8 @@ def _target_lineage():
 def _target_rank_file():
     import numpy as np
 
-    from tb_plugin_mindspore import metadata, rank_file
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.contract import rank_file
 
     def target(data):
         try:
@@ -235,7 +239,8 @@ def _target_rank_file():
 def _target_json():
     import numpy as np
 
-    from tb_plugin_mindspore import convert, metadata
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.commands import convert
     from tb_plugin_mindspore.contract import health_event, interval, layers, run_end, run_info
     from tb_plugin_mindspore.landscape import format as landscape_format
 

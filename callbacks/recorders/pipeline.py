@@ -17,11 +17,12 @@ import time
 import weakref
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
-from .._util import detect_rank, logger
-from ..live_health import guard_settings
+from ..common.util import detect_rank, logger
+from .live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
+from .events import json_value
 
 __all__ = ["Pipeline"]
 
@@ -341,8 +342,6 @@ class Pipeline:
 
 
 def _run_end_value(marker):
-    from .events import json_value
-
     return json_value(metadata.RUN_END, metadata.KIND_RUN_END, marker)
 
 

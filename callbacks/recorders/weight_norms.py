@@ -8,14 +8,13 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 
 from .base import Recorder
+from ..cells.layers import WeightNorms, cached
 
 __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
 
 def all_weight_norms(ctx):
     """L2 norm of every parameter of the optimizer (float64 numpy), one compiled computation; None without one."""
-    from ..layers import WeightNorms, cached
-
     opt = ctx.optimizer
     if opt is None:
         return None
@@ -33,8 +32,6 @@ class WeightNormRecorder(Recorder):
     def on_start(self, ctx):
         self.ctx = ctx
         if ctx.optimizer is not None and list(ctx.optimizer.parameters):
-            from ..layers import WeightNorms, cached
-
             cached(WeightNorms, list(ctx.optimizer.parameters))    # built now, compiled at its first point
 
     def on_point(self, r):

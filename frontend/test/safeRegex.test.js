@@ -2,7 +2,7 @@
 // patterns that make a backtracking engine take exponential time, and a clear refusal of what it cannot do.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compileSafe } from "../src/safeRegex.js";
+import { compileSafe } from "../src/base/safeRegex.js";
 
 const NAMES = [
   "lr0.1_bs32", "lr0.01_bs64", "LR0.1_BS32", "2026-12-05_demo_lr=0.001", "run/rank_3", "mnist-resnet50-a",

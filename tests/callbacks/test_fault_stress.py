@@ -84,7 +84,7 @@ def run_end_markers(run_dir):
     from tensorboard import context
 
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.reading import event_provider
+    from tb_plugin_mindspore.sources import event_provider
 
     data = event_provider.load(str(run_dir)).read_tensors(context.RequestContext(), experiment_id="",
                                                           plugin_name=metadata.PLUGIN_NAME, downsample=10 ** 6)

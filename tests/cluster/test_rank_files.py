@@ -10,14 +10,15 @@ import time
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore import metadata, rank_file
-from tb_plugin_mindspore.reading import cluster
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.answers import cluster
 
 from cluster_data import write_rank_file
 
 
 def test_rows_written_by_rank_stats_are_read_back(tmp_path):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     stats = RankStats(str(tmp_path), rank=3, rank_size=4, collect_freq=2, host="h1")
     for step in range(1, 11):
@@ -103,7 +104,7 @@ def test_fifo_named_like_a_rank_file_is_never_opened(tmp_path):
     (dict(run_dir="x", rank=True, rank_size=1), "rank must be an int >= 0"),
 ])
 def test_rank_stats_arguments_are_checked(kwargs, message):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     with pytest.raises(ValueError, match=message):
         RankStats(**kwargs)
@@ -175,7 +176,7 @@ def test_impossible_and_zero_records_are_left_out_and_counted(tmp_path):
 
 
 def test_at_most_the_newest_rows_are_kept_per_rank(tmp_path, monkeypatch):
-    from tb_plugin_mindspore.reading import cluster_ranks
+    from tb_plugin_mindspore.sources import cluster_ranks
 
     monkeypatch.setattr(cluster_ranks, "MAX_KEPT_STEPS", 1000)
     monkeypatch.setattr(cluster_ranks, "_READ_CHUNK", 4096)
@@ -195,7 +196,7 @@ def test_at_most_the_newest_rows_are_kept_per_rank(tmp_path, monkeypatch):
     (rank_file.MAGIC + (16).to_bytes(4, "little") + b'{"version": 999}', "not readable by this version"),
 ])
 def test_a_refused_rank_file_is_shown_as_refused_with_its_reason(tmp_path, header, reason):
-    from tb_plugin_mindspore.reading.cluster import ClusterReader
+    from tb_plugin_mindspore.answers.cluster import ClusterReader
 
     write_rank_file(str(tmp_path / "run" / "cluster" / "rank0.tbmsrank"), 0, np.arange(1, 4), 1e9 + np.arange(1, 4),
                     {"loss": np.ones(3)})
@@ -212,7 +213,7 @@ def test_a_refused_rank_file_is_shown_as_refused_with_its_reason(tmp_path, heade
 
 
 def test_an_unwritable_folder_stops_the_rows_with_one_warning_and_never_raises(tmp_path, caplog):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -18,7 +18,8 @@ import pytest
 import hostile
 from tb_harness import free_port
 
-from tb_plugin_mindspore import rank_file, records
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.io import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cluster"))
@@ -46,7 +47,7 @@ def _hostile_files(root):
     """The three 2 GiB files; returns their paths relative to ``root``."""
     from tensorboard.compat.proto import event_pb2
 
-    from tb_plugin_mindspore.reading import ms_proto
+    from tb_plugin_mindspore.io import ms_proto
 
     rank = root / "good" / "cluster" / "rank1.tbmsrank"
     _sparse(rank, rank_file.header_bytes({"rank": 1, "rank_size": 2, "host": "node0", "local_rank": None,

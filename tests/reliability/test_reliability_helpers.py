@@ -6,8 +6,9 @@ import os
 import pytest
 
 import hostile
-from tb_plugin_mindspore import metadata, records
-from tb_plugin_mindspore.reading import event_headers, problems
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.io import event_headers, records
+from tb_plugin_mindspore.answers import problems
 
 
 @pytest.mark.parametrize("text,depth", [

@@ -17,9 +17,12 @@ import numpy as np
 import pytest
 
 import hostile
-from tb_plugin_mindspore import metadata, rank_file, records, summary
-from tb_plugin_mindspore.reading import cluster, event_logdir, event_series
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.sources import cluster_ranks, event_logdir, event_series
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
+from tb_plugin_mindspore.writing import summary
 
 RECORDS = 10000
 
@@ -39,7 +42,7 @@ def _event_file(n):
 
 
 def _ms_file(n):
-    from tb_plugin_mindspore.reading import ms_proto
+    from tb_plugin_mindspore.io import ms_proto
 
     parts = [records.frame(ms_proto.Event(wall_time=hostile.T0, version=b"MindSpore.Event:1").SerializeToString())]
     steps = [None]
@@ -102,7 +105,7 @@ def _ms_read(logdir, reader=None):
 
 def _rank_read(logdir, reader=None):
     path = os.path.join(logdir, "run", "cluster", "rank0.tbmsrank")
-    reader = reader or cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    reader = reader or cluster_ranks.ClusterData("run", cluster_ranks.SOURCE_RANK_FILES, [(0, path)])
     reader.reload(complete=True)
     (rank,), steps, _, _ = reader.aligned()
     return steps.tolist(), rank.problems(), reader

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import Bucket, use_s3
 from tb_harness import fetch_json, free_port
-from tb_plugin_mindspore import summary
-from tb_plugin_mindspore.reading import fs
+from tb_plugin_mindspore.io import fs
+from tb_plugin_mindspore.writing import summary
 
 PREFIX = "/data/plugin/mindspore"
 RELOAD_SECS = 3
@@ -29,7 +29,7 @@ def _event_file(steps, tag="core/loss"):
     """The bytes of an event file with ``steps`` loss points."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from tb_plugin_mindspore import records
+    from tb_plugin_mindspore.io import records
 
     out = [records.frame(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString())]
     for s in range(1, steps + 1):
@@ -119,7 +119,7 @@ def _wait(predicate, timeout, what):
 
 @pytest.mark.slow
 def test_runs_written_during_and_after_an_outage_appear(store, tmp_path):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     server, bucket, env = store
     bucket.put("logs/run_a/events.out.tfevents.1.a", _event_file(5))
