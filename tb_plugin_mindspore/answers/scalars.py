@@ -141,9 +141,8 @@ class ScalarsBatch:
             got = series.get(tag)
             if got is None:
                 continue
-            body = body(run, tag, got, max_points, window=window, with_superseded=with_superseded,
-                                      rounded=rounded)
-            out[tag] = self._cache.put(self._key(run, tag, how), tokens[(run, tag)], encode.dumps(body))
+            answer = body(run, tag, got, max_points, window=window, with_superseded=with_superseded, rounded=rounded)
+            out[tag] = self._cache.put(self._key(run, tag, how), tokens[(run, tag)], encode.dumps(answer))
         return out
 
 

@@ -112,7 +112,7 @@ def test_rank_stats_arguments_are_checked(kwargs, message):
 
 _WRITER = """
 import os, sys, time
-from tb_mindspore_callbacks.rank_stats import RankStats
+from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 stats = RankStats(sys.argv[1], rank=0, rank_size=1)
 base, wait_for = float(sys.argv[2]), sys.argv[3]
 for step in range(1, 1201):
