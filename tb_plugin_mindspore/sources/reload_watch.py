@@ -38,7 +38,8 @@ def _short(error):
 
 
 def _is_decode_error(error):
-    return isinstance(error, DecodeError)
+    """A record protobuf refused (its pure-Python implementation raises UnicodeDecodeError for bad UTF-8)."""
+    return isinstance(error, (DecodeError, UnicodeDecodeError))
 
 
 def _tensorboard_thread(multiplexer):

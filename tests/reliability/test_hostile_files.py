@@ -258,7 +258,8 @@ def test_undecodable_record_is_skipped_and_named_by_the_server(tmp_path, load_fa
         app.wait_for_runs(["later"], timeout=30)
         (named,) = _wait(lambda: [w for w in _warnings(app) if w["file"] == "bad/" + hostile.EVENT_NAME],
                          what="the record in the warnings")
-        assert named["offset"] == offset and "undecodable record" in named["reason"] and "UTF-8" in named["reason"]
+        assert named["offset"] == offset and "undecodable record" in named["reason"]
+        assert "utf-8" in named["reason"].lower()
         _wait(lambda: [p[0] for p in app.plugin("/scalars", run="bad", tag="core/loss")["points"]] == [1, 3],
               what="steps 1 and 3 of the damaged run")
         if load_fast == "false":
