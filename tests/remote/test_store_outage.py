@@ -8,6 +8,7 @@ runs written during and after the outage appear within two reload intervals of r
 logdir works too (TensorBoard's S3 reader cannot list it)."""
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -174,3 +175,8 @@ def test_bucket_root_logdir_shows_its_run_folders(store, tmp_path):
         status = fetch_json(base + PREFIX + "/status")
         assert status["has_data"], status
         assert any("bucket's root" in w["reason"] for w in status["warnings"]), status["warnings"]
+    doctor = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "doctor", bucket.url,
+                             "--format", "json"], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, **env))
+    checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["bucket root"]["status"] == "warn" and "folder inside the bucket" in checks["bucket root"]["message"]
