@@ -148,7 +148,7 @@ class ReloadResult:
 
 
 class EventLogdir:
-    """See the module doc. ``logdir``: a local folder or a URL (``reading/fs.py``)."""
+    """See the module doc. ``logdir``: a local folder or a URL (``io/fs.py``)."""
 
     def __init__(self, logdir, samples=None):
         self.logdir = fs.normalize(logdir) if logdir else logdir

@@ -3,7 +3,7 @@ real S3-protocol server that is stopped and started again while a run is written
 
 Before: TensorBoard's own reload thread died on the first failed listing (an uncaught botocore error) and never
 came back: runs written after the outage never appeared, and ``status`` said nothing. Now the plugin takes over
-the reloading (``reading/reload_watch.py``), ``status`` says that reloading fails while the store is down, and the
+the reloading (``sources/reload_watch.py``), ``status`` says that reloading fails while the store is down, and the
 runs written during and after the outage appear within two reload intervals of reaching the store. A bucket-root
 logdir works too (TensorBoard's S3 reader cannot list it)."""
 

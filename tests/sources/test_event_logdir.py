@@ -1,4 +1,4 @@
-"""The plugin's own reader of TensorBoard event files (``reading/event_logdir.py``, ``event_provider.py``): what
+"""The plugin's own reader of TensorBoard event files (``sources/event_logdir.py``, ``event_provider.py``): what
 ``check`` and ``report`` load. It must give what TensorBoard's own loader gives (runs, summary metadata, data
 classes, values), read a run of many files in time linear in their number, and leave out, count and name what it
 cannot read."""
