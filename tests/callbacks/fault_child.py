@@ -38,8 +38,11 @@ def main():
     from cb_helpers import classification_data, dense_net
 
     ms.set_context(mode=ms.GRAPH_MODE)
+    from tb_mindspore_callbacks import Debug, Diagnostic, Storage
+
     # Every writer on: event file, rank statistics, the experiments registry next to the run folder.
-    kwargs = dict(collect_freq=1, flush_secs=0.2, debug="all", debug_freq=5, diagnostic_freq=5, registry="auto")
+    kwargs = dict(collect_freq=1, storage=Storage(flush_secs=0.2, registry="auto"), debug=Debug(items="all", every=5),
+                  diagnostic=Diagnostic(every=5))
 
     def on_begin():
         if scenario == "sigint_ignored":
