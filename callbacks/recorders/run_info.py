@@ -125,6 +125,8 @@ class RunInfoRecorder(Recorder):
                       "activation_cells": ctx.info.pop("activation_cells", [])},
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
                            matched=s.layers.truncated_from or len(ctx.layer_names)),
+            # Shapes of the layers (what `tb-mindspore compare` checks a layer mapping against).
+            "layer_shapes": {p.name: [int(n) for n in p.shape] for p in ctx.layer_params},
             "hparams": self.hparams,
             "hparams_source": source or None,
             "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),
