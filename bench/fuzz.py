@@ -13,7 +13,7 @@ Memory: libFuzzer's ``-rss_limit_mb`` (a target over it is a failure) and the pe
 
 Targets (each the code a reader runs on bytes from a file):
 
-* ``records``: the record reader of event and ``*_MS`` files (``ms_files.scan``), reading the input in up to three
+* ``records``: the record reader of event and ``*_MS`` files (``io/records.scan``), reading the input in up to three
   growing pieces as a file being written; every record returned must be one written there (its length, payload
   and payload checksum; the length's own checksum is not required: a payload that matches its checksum at that
   length is intact), each once, in order.
@@ -89,7 +89,7 @@ def _target_records():
         offset, resyncing, seen = 0, False, []
         for cut in cuts + [len(buf)]:
             cut = max(offset, min(cut, len(buf)))
-            res = ms_files.scan(buf[offset:cut], offset, resyncing)
+            res = framing.scan(buf[offset:cut], offset, resyncing)
             if not 0 <= res.consumed <= cut - offset:
                 raise AssertionError("consumed %d of %d" % (res.consumed, cut - offset))
             for off, payload in zip(res.offsets, res.payloads):

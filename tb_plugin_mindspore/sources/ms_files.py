@@ -3,7 +3,8 @@
 ``SummaryRecord`` and ``SummaryCollector`` write ``<prefix>.out.events.summary.<time>.<device>.<host><suffix>``
 (default prefix ``events``, suffix ``_MS``) and a ``..._lineage`` twin. Both use TFRecord framing
 (``u64 length | masked crc32c(length) | payload | masked crc32c(payload)``); the payload is MindSpore's ``Event``
-(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore.
+(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore. The
+records are split by the one record reader, ``io/records.scan``; this module adds files: pieces, refusals, replacement.
 
 :class:`MsFile` reads one file from where it stopped last time:
 
@@ -35,13 +36,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..io import fs, ms_proto
+from ..io.records import FOOTER_BYTES, HEADER_BYTES, masked, scan
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"
-HEADER_BYTES = 12
-FOOTER_BYTES = 4
-# A length above this is treated as corruption even if its checksum matches (no real event is this large).
-MAX_RECORD_BYTES = 256 << 20
 # Problems kept per file; later ones are only counted.
 MAX_PROBLEMS_PER_FILE = 50
 # A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
@@ -49,13 +47,10 @@ MAX_PROBLEMS_PER_FILE = 50
 LARGE_RECORD_BYTES = 8 << 20
 # A local file is read in pieces of this size (see MsFile.read_payloads).
 READ_PIECE = 1 << 20
+_U32 = struct.Struct("<I").unpack_from
 # First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
 HEAD_BYTES = 64
 
-_U64 = struct.Struct("<Q").unpack_from
-_U32 = struct.Struct("<I").unpack_from
-_crc = google_crc32c.value
-_ZERO4 = b"\x00\x00\x00\x00"
 
 
 def file_kind(name):
@@ -65,162 +60,6 @@ def file_kind(name):
     if name.endswith(LINEAGE_SUFFIX):
         return "lineage"
     return "summary"
-
-
-def _masked(crc):
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def _header_ok(buf, off):
-    return _masked(_crc(buf[off:off + 8])) == _U32(buf, off + 8)[0]
-
-
-def _find_resync(buf, start):
-    """First offset >= start that holds a plausible record header (and a valid payload if complete), else None.
-
-    A header is plausible when the four high bytes of its length are zero (records are < 4 GiB) and its length
-    checksum matches. Both are tested for every offset of a window at once with numpy (:func:`_header_candidates`),
-    so damaged or hostile data is searched at memory speed whatever it holds (checking offset by offset in Python
-    took about 7 us per offset whose high bytes are zero: hours for a large file of small numbers).
-    """
-    end = len(buf)
-    pos = start
-    while pos + HEADER_BYTES <= end:
-        nonzero = _first_nonzero(buf, pos)       # a zeroed stretch (an all-zero header is never valid): skipped
-        if nonzero is None:
-            return None
-        pos = max(pos, nonzero - (HEADER_BYTES - 1))
-        stop = min(end - HEADER_BYTES + 1, pos + _RESYNC_WINDOW)
-        for p in _header_candidates(buf, pos, stop):
-            (n,) = _U64(buf, p)
-            payload_end = p + HEADER_BYTES + n
-            if n <= MAX_RECORD_BYTES:
-                if payload_end + FOOTER_BYTES > end:
-                    return p
-                if _masked(_crc(buf[p + HEADER_BYTES:payload_end])) == _U32(buf, payload_end)[0]:
-                    return p
-        pos = stop
-    return None
-
-
-_RESYNC_WINDOW = 1 << 20      # offsets tested at once (numpy arrays of a few times this size)
-
-
-def _crc_tables():
-    """``(crc of 8 zero bytes, 4 tables of 256)``: a CRC of a fixed length is affine in the message's bits, so the
-    CRC32C of a little-endian u64 below 2^32 is ``c0 ^ T0[b0] ^ T1[b1] ^ T2[b2] ^ T3[b3]`` over its low bytes."""
-    c0 = _crc(bytes(8))
-    tables = np.zeros((4, 256), dtype=np.uint32)
-    for k in range(4):
-        for bit in range(8):
-            lin = _crc((1 << (8 * k + bit)).to_bytes(8, "little")) ^ c0
-            values = np.arange(256)
-            tables[k, (values >> bit) & 1 == 1] ^= np.uint32(lin)
-    return np.uint32(c0), tables
-
-
-_CRC0, _CRC_TABLES = _crc_tables()
-
-
-def _header_candidates(buf, start, stop):
-    """Offsets ``p`` in ``[start, stop)`` (``stop + 11 <= len(buf)``) whose 12 bytes are a valid record header with
-    a length below 2^32 and not all zero, in order."""
-    if stop <= start:
-        return ()
-    a = np.frombuffer(buf, dtype=np.uint8, count=stop - start + HEADER_BYTES - 1, offset=start)
-    n = stop - start
-    cand = np.flatnonzero((a[4:4 + n] == 0) & (a[5:5 + n] == 0) & (a[6:6 + n] == 0) & (a[7:7 + n] == 0))
-    if not cand.size:
-        return ()
-    b = [a[cand + k] for k in range(12)]
-    stored = (b[8].astype(np.uint32) | (b[9].astype(np.uint32) << 8) | (b[10].astype(np.uint32) << 16)
-              | (b[11].astype(np.uint32) << 24))
-    crc = _CRC0 ^ _CRC_TABLES[0][b[0]] ^ _CRC_TABLES[1][b[1]] ^ _CRC_TABLES[2][b[2]] ^ _CRC_TABLES[3][b[3]]
-    masked = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(0xA282EAD8)
-    zero = (b[0] == 0) & (b[1] == 0) & (b[2] == 0) & (b[3] == 0) & (stored == 0)
-    return (cand[(masked == stored) & ~zero] + start).tolist()
-
-
-def _first_nonzero(buf, start):
-    """The offset of the first non-zero byte of ``buf`` at or after ``start``, or None: numpy over growing blocks
-    (a 2 GiB zeroed stretch is skipped at memory speed; a regular expression took 30 ms per MB)."""
-    arr = np.frombuffer(buf, dtype=np.uint8)
-    i, step = start, 4096
-    while i < arr.size:
-        block = arr[i:i + step]
-        if block.any():
-            return i + int(np.argmax(block != 0))
-        i += step
-        step = min(step * 4, 16 << 20)
-    return None
-
-
-class ScanResult:
-    __slots__ = ("payloads", "offsets", "consumed", "problems", "need", "resyncing")
-
-    def __init__(self):
-        self.payloads = []
-        self.offsets = []
-        self.consumed = 0
-        self.problems = []
-        self.need = 0          # bytes (from ``consumed``) the next record needs, when it is incomplete
-        self.resyncing = False
-
-
-def scan(buf, base=0, resyncing=False):
-    """Splits ``buf`` (the file's bytes from offset ``base``) into record payloads.
-
-    Returns a :class:`ScanResult`: the payloads with good checksums and their file offsets, ``consumed`` (how many
-    bytes of ``buf`` are done with; the next read starts at ``base + consumed``), problems as
-    ``(file offset, reason)`` and, if the last record is incomplete, ``need`` = its full size. ``resyncing``: the
-    previous call stopped inside a damaged region (no new problem is reported for it).
-    """
-    res = ScanResult()
-    payloads, offsets, problems = res.payloads, res.offsets, res.problems
-    app, oapp = payloads.append, offsets.append
-    end = len(buf)
-    off = 0
-    if resyncing:
-        nxt = _find_resync(buf, 0)
-        if nxt is None:
-            res.consumed = max(0, end - (HEADER_BYTES - 1))
-            res.resyncing = True
-            return res
-        problems.append((base + nxt, "resynchronized: next valid record"))
-        off = nxt
-    while off + HEADER_BYTES <= end:
-        (n,) = _U64(buf, off)
-        stop = off + HEADER_BYTES + n
-        if stop + FOOTER_BYTES <= end:
-            data = buf[off + HEADER_BYTES:stop]
-            crc = _crc(data)
-            if (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF == _U32(buf, stop)[0]:
-                app(data)
-                oapp(base + off)
-                off = stop + FOOTER_BYTES
-                continue
-            # Payload checksum wrong: the payload is damaged if the length is right, else the framing is lost.
-            if n <= MAX_RECORD_BYTES and _header_ok(buf, off):
-                problems.append((base + off, "bad payload checksum; record skipped"))
-                off = stop + FOOTER_BYTES
-                continue
-        elif n <= MAX_RECORD_BYTES and _header_ok(buf, off):
-            res.need = stop + FOOTER_BYTES - off
-            break                      # incomplete record: wait for the writer
-        reason = "bad length checksum" if not _header_ok(buf, off) else "record length %d too large" % n
-        nxt = _find_resync(buf, off + 1)
-        if nxt is None:
-            problems.append((base + off, reason + "; skipping to the next valid record"))
-            res.consumed = max(off + 1, end - (HEADER_BYTES - 1))
-            res.resyncing = True
-            return res
-        problems.append((base + off, "%s; skipped %d bytes" % (reason, nxt - off)))
-        off = nxt
-    else:
-        if off < end:
-            res.need = HEADER_BYTES
-    res.consumed = off
-    return res
 
 
 class MsFile:
@@ -402,7 +241,7 @@ class MsFile:
         footer = f.read(FOOTER_BYTES)
         self._io_error = None
         payloads, offsets = [], []
-        if len(footer) == FOOTER_BYTES and _masked(crc) == _U32(footer, 0)[0]:
+        if len(footer) == FOOTER_BYTES and masked(crc) == _U32(footer, 0)[0]:
             f.seek(start)
             payloads, offsets = [f.read(n)], [self.offset]
             self.records += 1
