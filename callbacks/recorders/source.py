@@ -23,7 +23,7 @@ from mindspore import nn, ops, Parameter, Tensor
 
 from tb_plugin_mindspore.contract import interval as interval_contract
 
-from ..common.util import host_learning_rates, loss_value
+from ..common.util import host_learning_rates, loss_value, loss_values
 from ..cells.flight_ring import read_ring, ring_parameters, ring_write
 from ..cells.train_cell import (
     MARK_FIELDS, STAT_ROWS, _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update, norm_plan,
@@ -290,9 +290,9 @@ class LoopSource:
             self.cell(ms.mutable(tuple(grads)))
 
     def _fold_losses(self):
-        for step, value in self._losses:
-            self._last_loss = loss_value(value)
-            self._loss.add(self._last_loss, step=step)
+        for (step, _), value in zip(self._losses, loss_values([v for _, v in self._losses])):
+            self._last_loss = value
+            self._loss.add(value, step=step)
         self._losses = []
 
     def note_skipped(self, step):
