@@ -21,6 +21,12 @@ its ``answers``, ``server`` or ``commands``.
 
 import importlib
 
+from .mindformers_registry import register_when_imported as _register_with_mindformers
+
+# A YAML `callbacks:` entry `type: TrainMonitor` in mindformers: registered once mindformers' registry is imported
+# (this imports neither mindformers nor MindSpore).
+_register_with_mindformers()
+
 # Public name -> the submodule that defines it, imported on first access (for users without MindSpore).
 _EXPORTS = {
     "LoopMonitor": "loop",

@@ -30,8 +30,12 @@ def as_numpy(tensor):
 
 
 def _is_torch(tensor):
+    """A real PyTorch tensor. MindNLP puts its ``mindtorch`` under the name ``torch`` in ``sys.modules``; its
+    tensors (MindSpore tensors) lack ``torch._foreach_*`` and take the numpy path."""
     torch = sys.modules.get("torch")
-    return torch is not None and isinstance(tensor, getattr(torch, "Tensor", ()))
+    if torch is None or not isinstance(tensor, getattr(torch, "Tensor", ())):
+        return False
+    return not any((c.__module__ or "").split(".")[0] in ("mindtorch", "mindspore") for c in type(tensor).__mro__)
 
 
 def ops_for(tensors):
