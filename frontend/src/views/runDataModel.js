@@ -35,6 +35,7 @@ const SOURCE_NAMES = {
   lineage: "MindSpore lineage",
   hparams: "HParams summary",
   mindformers_config: "mindformers config",
+  hf_training_args: "Hugging Face TrainingArguments",
 };
 
 /** [{name, value, text, source, given, from}] of the merged hyperparameters (canonical names), sorted by name;
