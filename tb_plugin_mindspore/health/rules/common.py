@@ -34,6 +34,16 @@ class Points:
     def span(self, i, j):
         return self.step(i), self.step(j)
 
+    def interval_span(self, i):
+        """``(first, last)`` steps the value of point ``i`` covers: the point's own step, or, when it is an interval
+        max, every step since the previous recorded point of the series."""
+        step = self.step(i)
+        if self.from_interval is None or not self.from_interval[i]:
+            return step, step
+        k = int(self.idx[i])
+        prev = int(self.series.steps[k - 1]) if k > 0 else step
+        return min(prev + 1, step), step
+
     def warmup(self, wanted):
         return detectors.warmup_points(self.size, wanted)
 

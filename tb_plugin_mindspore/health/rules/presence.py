@@ -51,7 +51,7 @@ _EVAL_ONLY = ("The train loss and gradient norm stayed finite, so training did n
               "mode (BatchNorm moving statistics far from the training batches, dropout, or an eval dataset / loss "
               "prepared differently); see train_eval_gap.")
 _OVERFLOW = ("A loss-scale cell is in use and the loss stayed finite: these are overflow steps that dynamic loss "
-             "scaling skipped, which is expected now and then.")
+             "scaling skipped, which is expected now and then (overflow_storm speaks when they go on).")
 
 
 def _kind(values):
