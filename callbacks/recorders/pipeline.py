@@ -29,6 +29,36 @@ _ACTIVE = weakref.WeakSet()        # pipelines of runs in progress (marked inter
 _SIGNALS_DONE = set()
 
 
+# Parameters of the network that are state, not weights (BatchNorm's moving statistics): never "frozen layers".
+_STATE_PARAMS = ("moving_mean", "moving_variance")
+
+
+def network_of(ctx):
+    """The forward network (with its loss) of the run: the training cell's ``network``, or the loop's ``network=``;
+    None when neither is known."""
+    cell = ctx.cell
+    net = getattr(cell, "network", None) if cell is not None else None
+    return net if net is not None else ctx.probe_net
+
+
+def frozen_layers(network, trained, selection):
+    """``(params, reasons)``: the parameters of ``network`` the optimizer does not train (``requires_grad=False``,
+    or left out of the optimizer) that the layer selection picks, in network order; the monitoring's own
+    (``tbms_*``) and BatchNorm's moving statistics are left out. One pass over the parameter list at start."""
+    if network is None:
+        return [], []
+    try:
+        params = list(network.get_parameters())
+    except Exception:
+        return [], []
+    trained_ids = {id(p) for p in trained}
+    trained_names = {p.name for p in trained}
+    candidates = [p for p in params if id(p) not in trained_ids and p.name not in trained_names
+                  and not p.name.startswith("tbms_") and not p.name.endswith(_STATE_PARAMS)]
+    picked = selection.select_more(candidates)
+    return picked, ["requires_grad=False" if not p.requires_grad else "not in the optimizer" for p in picked]
+
+
 class Pipeline:
     """One run of monitoring. ``recorders_for(settings)`` -> the recorders to run (built at each start)."""
 
@@ -138,7 +168,11 @@ class Pipeline:
         ids = [id(p) for p in params]
         ctx.layer_index = [ids.index(id(p)) for p in ctx.layer_params]
         ctx.layer_names = [p.name for p in ctx.layer_params]
-        if not ctx.layer_params:
+        ctx.frozen_params, ctx.frozen_why = frozen_layers(network_of(ctx), params, layers)
+        ctx.frozen_names = [p.name for p in ctx.frozen_params]
+        if ctx.frozen_names:
+            ctx.info["frozen_layers"] = [{"name": n, "why": w} for n, w in zip(ctx.frozen_names, ctx.frozen_why)]
+        if not ctx.layer_params and not ctx.frozen_params:
             logger.warning("tb-mindspore: no parameter matches the layer selection %s; per-layer series are off",
                            layers.describe())
 

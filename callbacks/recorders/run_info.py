@@ -125,7 +125,7 @@ class RunInfoRecorder(Recorder):
             "debug": {"items": list(s.debug), "freq": s.debug_freq,
                       "activation_cells": ctx.info.pop("activation_cells", [])},
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
-                           matched=s.layers.truncated_from or len(ctx.layer_names)),
+                           matched=s.layers.truncated_from or len(ctx.layer_names), frozen=len(ctx.frozen_names)),
             "hparams": self.hparams,
             "hparams_source": source or None,
             "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),

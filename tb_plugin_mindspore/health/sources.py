@@ -65,6 +65,30 @@ def run_dir(logdir, run):
     return path
 
 
+def ms_files_closed(directory):
+    """True when ``directory`` holds MindSpore summary files (``*_MS``) and every one is closed: ``SummaryRecord``
+    makes its file read-only (mode 0400) when it closes it, MindSpore's own end marker. False while one is still
+    writable, None without any."""
+    from ..reading.ms_logdir import file_kind
+
+    found = False
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if not entry.is_file() or file_kind(entry.name) is None:
+                continue
+            mode = entry.stat().st_mode
+        except OSError:
+            continue
+        found = True
+        if mode & 0o222:
+            return False
+    return True if found else None
+
+
 def file_stats(directory, predicate=_is_event_file):
     """``(total bytes, newest mtime, file count)`` of the matching files directly in ``directory``."""
     total, newest, count = 0, None, 0
@@ -274,13 +298,15 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
             keep = [i for i, v in enumerate(decoded) if v is not None]
             if keep:
                 layers[tag] = LayerSeries.from_rows(tag, names_, pts.steps[keep], pts.walls[keep],
-                                                    [decoded[i] for i in keep])
+                                                    [decoded[i] for i in keep],
+                                                    frozen=layers_contract.frozen(content))
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:
         total, newest, count = file_stats(directory, _is_data_file)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
         state.directory = directory
+        state.ms_closed = ms_files_closed(directory)
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
                      health_events=events, run_end=run_end, histogram_tags=listing.histograms.get(run, ()), other_tags=other,
                      landscape_tags=tuple(sorted(listing.landscapes.get(run, ()))))
@@ -414,6 +440,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         if directory is not None:
             total, newest, count = file_stats(directory, _is_ms_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
+            state.ms_closed = ms_files_closed(directory)
         info = {}
         if not scalars:
             holds = _ms_holds(reader, run, tags)

@@ -208,6 +208,8 @@ def fmt(x):
 
 def secs(seconds):
     """A duration for a message: seconds, minutes, hours or days."""
+    if seconds < 10:
+        return "%.1f s" % seconds
     if seconds < 120:
         return "%d s" % round(seconds)
     if seconds < 7200:

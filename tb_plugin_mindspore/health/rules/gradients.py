@@ -198,8 +198,9 @@ def _layers_vanishing(run, cfg):
     reference = float(detectors.quiet_nanmedian(ref_row[-w:]))
     bad = []
     for j, name in enumerate(layers.layers):
-        if not np.isfinite(late[j]):
-            continue
+        column = vals[:, j][np.isfinite(vals[:, j])]
+        if not np.isfinite(late[j]) or (column.size and np.all(column == 0.0)):
+            continue        # exactly 0 throughout: cut off from the loss, not vanishing (layer_not_learning)
         collapsed = n >= cfg["min_points"] and early[j] > 0 and late[j] / early[j] < cfg["collapse_ratio"]
         tiny = late[j] < cfg["abs_floor"] or (reference > 0 and late[j] < cfg["layer_rel_floor"] * reference)
         if collapsed or tiny:
