@@ -402,6 +402,7 @@ def train_run(spec, out):
     """Trains ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``; returns the meta dict."""
     import mindspore as ms
 
+    cpu0 = time.process_time()
     run_dir = os.path.join(out, "runs", spec.id)
     meta_path = os.path.join(out, "meta", spec.id + ".json")
     os.makedirs(os.path.dirname(meta_path), exist_ok=True)
@@ -430,6 +431,8 @@ def train_run(spec, out):
     plan.leak.clear()
     meta["injected"] = plan.injected
     meta["finished"] = time.time()
+    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
+    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
     with open(meta_path + ".tmp", "w") as f:
         json.dump(meta, f, indent=1, default=str)
     os.replace(meta_path + ".tmp", meta_path)

@@ -3,6 +3,7 @@ TensorBoard's HParams, the ``experiments.md`` registry line, and the run end mar
 
 import json
 import os
+import re
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ from tb_plugin_mindspore import __version__ as plugin_version
 from .._util import cb_get, logger
 from ..run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from .base import Recorder
+from .pipeline import network_of
 from .events import json_value
 
 __all__ = ["RunInfoRecorder", "lr_config", "LR_CHANGING_CALLBACKS"]
@@ -84,6 +86,25 @@ def lr_config(optimizer, callbacks=()):
     return out
 
 
+
+_NORM_CELL = re.compile(r"(BatchNorm|LayerNorm|GroupNorm|InstanceNorm|RMSNorm|RmsNorm)")
+
+
+def normalisation_cells(network):
+    """``{cell class: count}`` of the normalisation layers in ``network`` (``{}`` when none, None when the
+    network is not known): what the health rules weigh before blaming depth for vanishing gradients."""
+    if network is None:
+        return None
+    try:
+        names = [type(cell).__name__ for _, cell in network.cells_and_names()]
+    except Exception:
+        return None
+    out = {}
+    for name in names:
+        if _NORM_CELL.search(name):
+            out[name] = out.get(name, 0) + 1
+    return out
+
 class RunInfoRecorder(Recorder):
     """Writes run info at start (after every other recorder's ``on_start``) and the run end marker at the end."""
 
@@ -126,6 +147,7 @@ class RunInfoRecorder(Recorder):
                       "activation_cells": ctx.info.pop("activation_cells", [])},
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
                            matched=s.layers.truncated_from or len(ctx.layer_names), frozen=len(ctx.frozen_names)),
+            "normalisation": normalisation_cells(network_of(ctx)),
             "hparams": self.hparams,
             "hparams_source": source or None,
             "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),

@@ -53,6 +53,9 @@ def logdir(tmp_path_factory):
     return root
 
 
+OPTIONAL_FIELDS = {"layers", "source", "action", "checkpoint", "caused_by", "follow_ons", "causes"}
+
+
 def test_json_shape_and_statuses(logdir, capsys):
     code, out, err = run_check([str(logdir), "--format", "json"], capsys)
     assert code == 0 and err == ""
@@ -64,8 +67,12 @@ def test_json_shape_and_statuses(logdir, capsys):
     for r in report["runs"]:
         assert list(r) == ["run", "status", "findings"]
         for f in r["findings"]:
-            assert list(f) == ["rule", "level", "message", "tag", "steps"]
+            # The stable five first; then only the documented additions, each only when set.
+            assert list(f)[:5] == ["rule", "level", "message", "tag", "steps"]
+            assert set(list(f)[5:]) <= OPTIONAL_FIELDS, list(f)
             assert isinstance(f["steps"], list) and len(f["steps"]) == 2
+            for c in f.get("causes", []):
+                assert list(c) == ["cause", "likely", "evidence"] and isinstance(c["likely"], bool)
     nan = next(r for r in report["runs"] if r["run"] == "exp/nan")
     first = nan["findings"][0]
     assert first == {**first, "rule": "nonfinite", "level": "error", "tag": metadata.LOSS, "steps": [71, 120]}

@@ -514,7 +514,8 @@ def test_report_shape_and_status():
     for r in rep["runs"]:
         assert set(r) == {"run", "status", "findings"}
         for f in r["findings"]:
-            assert set(f) == {"rule", "level", "message", "tag", "steps"}
+            assert {"rule", "level", "message", "tag", "steps"} <= set(f) <= {
+                "rule", "level", "message", "tag", "steps", "causes", "layers", "follow_ons", "caused_by"}
             assert f["level"] in ("info", "warn", "error") and isinstance(f["message"], str)
             assert isinstance(f["steps"], list) and len(f["steps"]) == 2 and f["steps"][0] <= f["steps"][1]
             assert all(isinstance(s, int) for s in f["steps"])

@@ -76,9 +76,9 @@ def _growth(run, pts, cfg):
     return Finding(
         "grad_explosion", ERROR if growth >= cfg["error_ratio"] else WARN,
         "Gradient norm grew %s-fold, from %s in the first %d points to %s at the end (steps %d-%d), while the loss "
-        "did not fall: gradients are exploding. Lower the learning rate and add gradient clipping "
-        "(MonitoredTrainCell(clip_grad_norm=1.0))." % (fmt(growth), fmt(baseline), q, fmt(late), span[0], span[1]),
-        pts.tag, span)
+        "did not fall: gradients are exploding." % (fmt(growth), fmt(baseline), q, fmt(late), span[0], span[1]),
+        pts.tag, span, advice="Lower the learning rate and add gradient clipping "
+        "(MonitoredTrainCell(clip_grad_norm=1.0)).")
 
 
 def _spikes(run, pts, w, cfg):
@@ -115,11 +115,11 @@ def _spikes(run, pts, w, cfg):
     return Finding(
         "grad_explosion", ERROR if ratio >= cfg["error_ratio"] else WARN,
         "Gradient norm spiked %s%s: the largest, %s %s, is %s times the median of the %d points before it "
-        "(Megatron-LM's spike factor is %s). Add gradient clipping (MonitoredTrainCell(clip_grad_norm=...)) or "
-        "lower the learning rate; check the batches at those steps." % (
+        "(Megatron-LM's spike factor is %s)." % (
             count, span, fmt(float(x[peak])), where, fmt(ratio), min(int(cfg["window"]), peak), fmt(factor))
         + (" The first spike is in layer %s." % layer_list(list(layers)) if layers else ""),
-        pts.tag, steps, layers=layers)
+        pts.tag, steps, layers=layers, advice="Add gradient clipping (MonitoredTrainCell(clip_grad_norm=...)) or "
+        "lower the learning rate; check the batches at those steps.")
 
 
 def _loss_converged(run, ratio):
@@ -166,9 +166,9 @@ def _global_vanishing(run, cfg, converged):
                        "expected near a minimum." % (fmt(late), fmt(early)), pts.tag, steps)
     return Finding("vanishing_gradients", WARN,
                    "Gradient norm collapsed to %s (from %s early in the run) while the loss has not converged: "
-                   "gradients are vanishing. Check activations (saturating sigmoid/tanh), initialisation and "
-                   "normalisation layers; a residual path or a higher learning rate may help."
-                   % (fmt(late), fmt(early)), pts.tag, steps)
+                   "gradients are vanishing." % (fmt(late), fmt(early)), pts.tag, steps,
+                   advice="Check activations (saturating sigmoid/tanh), initialisation and normalisation layers; a "
+                   "residual path or a higher learning rate may help.")
 
 
 def reference_norms(values, rel_floor):
@@ -221,14 +221,14 @@ def _layers_vanishing(run, cfg):
                "less)" % (fmt(worst), fmt(reference), fmt(reference / worst)))
         return Finding("vanishing_gradients", WARN,
                        "Gradients vanish with depth from the first recorded step (%d): %d layer(s) (%s) get %s, so "
-                       "they barely learn. Typical of deep stacks of saturating activations (sigmoid / tanh) or a "
-                       "poor initialisation: use ReLU-family activations, normalisation layers, residual "
-                       "connections or a scaled initialisation (Glorot / He)." % (
-                           int(steps[0]), len(bad), layer_list(names), how), layers.tag,
-                       (int(steps[0]), int(steps[-1])), layers=tuple(names))
+                       "they barely learn." % (int(steps[0]), len(bad), layer_list(names), how), layers.tag,
+                       (int(steps[0]), int(steps[-1])), layers=tuple(names),
+                       advice="Typical of deep stacks of saturating activations (sigmoid / tanh) or a poor "
+                       "initialisation: use ReLU-family activations, normalisation layers, residual connections or a "
+                       "scaled initialisation (Glorot / He).")
     return Finding("vanishing_gradients", WARN,
                    "Gradients of %d layer(s) vanished (%s) since step %d while the layers that learn have gradient "
-                   "norms of about %s: those layers stop learning. Look at what sits before them (saturation, dead "
-                   "ReLUs, a detached or frozen path)." % (len(bad), layer_list(names), int(steps[first]),
-                                                            fmt(reference)),
-                   layers.tag, (int(steps[first]), int(steps[-1])), layers=tuple(names))
+                   "norms of about %s: those layers stop learning." % (len(bad), layer_list(names),
+                                                                       int(steps[first]), fmt(reference)),
+                   layers.tag, (int(steps[first]), int(steps[-1])), layers=tuple(names),
+                   advice="Look at what sits before them (saturation, dead ReLUs, a detached or frozen path).")

@@ -148,16 +148,16 @@ def _slow_layers(names, low, rel_low, ratio):
         return Finding(
             "layer_not_learning", WARN,
             "%d layer(s) barely learn: median update ratio ||dw||/||w|| %s, below %s, while the other layers "
-            "update at about %s per step (CS231n: about 1e-3 is healthy). Check their learning rate "
-            "(parameter groups), whether they are frozen (requires_grad) and whether gradients reach them."
+            "update at about %s per step (CS231n: about 1e-3 is healthy)."
             % (len(slow), layer_values(slow), fmt(float(low)), fmt(typical)), ratio.tag, steps,
-            layers=tuple(n for n, _ in slow))
+            layers=tuple(n for n, _ in slow), advice="Check their learning rate (parameter groups), whether they "
+            "are frozen (requires_grad) and whether gradients reach them.")
     if slow:
         return Finding(
             "layer_not_learning", WARN,
-            "Every layer updates slowly: median update ratio %s, below %s (CS231n: about 1e-3 is healthy). "
-            "The learning rate is probably too low." % (
-                fmt(float(np.median([m for _, m in slow]))), fmt(float(low))), ratio.tag, steps)
+            "Every layer updates slowly: median update ratio %s, below %s (CS231n: about 1e-3 is healthy)." % (
+                fmt(float(np.median([m for _, m in slow]))), fmt(float(low))), ratio.tag, steps,
+            advice="The learning rate is probably too low.")
     return None
 
 

@@ -96,9 +96,9 @@ def loss_oscillation(run, cfg):
     what = "its interval means' spread" if averaged else "its spread"
     return [Finding("loss_oscillation", WARN,
                     "Loss oscillates without progress: over steps %d-%d %s around the trend is %s, %s the initial "
-                    "loss %s, while the trend fell by only %s. Lower the learning rate or use a larger batch." % (
+                    "loss %s, while the trend fell by only %s." % (
                         steps[0], steps[1], what, fmt(noise), share, fmt(level), fmt(max(fell, 0.0))),
-                    pts.tag, steps)]
+                    pts.tag, steps, advice="Lower the learning rate or use a larger batch.")]
 
 
 @rule("loss_spike", WARN,
