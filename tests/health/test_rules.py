@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.health import engine, rules
+from tb_plugin_mindspore.health import detectors, engine, rules
 from tb_plugin_mindspore.health.series import RunState
 
 from health_helpers import T0, findings, healthy_arrays, healthy_run, make_run, serious
@@ -183,8 +183,10 @@ def test_plateau_after_decrease_is_info():
 def test_oscillating_loss_warns():
     t = np.arange(120)
     loss = 1.0 + 0.8 * (t % 2) + 0.2 * np.exp(-t / 50)
-    (f,) = findings(make_run({metadata.LOSS: loss}), "loss_oscillation")
-    assert f.level == "warn" and f.steps == (61, 120)
+    steps = np.arange(10, 1201, 10)
+    rows = [(s, v, v, v, 10, 0) for s, v in zip(steps, loss)]     # the 10-step means oscillate too
+    (f,) = findings(make_run({metadata.LOSS: (steps, loss)}, intervals={metadata.LOSS: rows}), "loss_oscillation")
+    assert f.level == "warn" and f.steps == (610, 1200) and "interval means" in f.message
 
 
 def test_megatron_spiky_loss_warns():
@@ -594,3 +596,75 @@ def test_a_long_run_is_checked_quickly():
     report = engine.run_report(run)
     assert time.perf_counter() - start < 5.0
     assert report["status"] == "ok"
+
+
+# -- issue 32: warm-up, loss scaling, small-batch noise -----------------------------------------------------------
+def test_warmup_that_never_ends_warns_on_a_finished_run():
+    n = 100
+    lr = np.linspace(1e-5, 5e-5, n)                     # a warm-up of 2,000 steps in a 100-step run
+    info = {"epochs": 1, "steps_per_epoch": n, "hparams": {"warmup_steps": 2000}}
+    (f,) = findings(make_run({metadata.LEARNING_RATE: lr, metadata.LOSS: np.linspace(2, 1, n)}, info=info),
+                    "lr_warmup_unfinished")
+    assert f.level == "warn" and f.steps == (1, 100) and "warmup_steps=2000" in f.message
+    half = make_run({metadata.LEARNING_RATE: lr[:30], metadata.LOSS: np.linspace(2, 1, 30)}, info=info)
+    assert findings(half, "lr_warmup_unfinished") == []        # 30 of 100 steps: still warming up, rightly
+
+
+def test_warmup_then_cosine_is_quiet():
+    n = 100
+    t = np.arange(n)
+    lr = np.where(t < 10, 1e-3 * (t + 1) / 10, 1e-3 * 0.5 * (1 + np.cos(np.pi * (t - 10) / 90)))
+    run = make_run({metadata.LEARNING_RATE: lr, metadata.LOSS: np.linspace(2, 1, n)},
+                   info={"epochs": 1, "steps_per_epoch": n})
+    assert findings(run, "lr_warmup_unfinished") == []
+
+
+def _fp16_run(overflow, scale, n=60, freq=5):
+    steps = np.arange(freq, freq * n + 1, freq)
+    loss = np.linspace(1.4, 0.6, n)
+    return make_run({metadata.LOSS: (steps, loss), metadata.OVERFLOW_STEPS: (steps, overflow),
+                     metadata.LOSS_SCALE: (steps, scale), metadata.GRAD_NORM: (steps, np.ones(n))})
+
+
+def test_occasional_overflow_steps_are_no_storm():
+    overflow = np.zeros(60)
+    overflow[[0, 1, 20, 40]] = [5, 2, 1, 1]              # the scale's search at the start, then now and then
+    scale = np.full(60, 2.0 ** 17)
+    assert findings(_fp16_run(overflow, scale), "overflow_storm") == []
+    assert findings(_fp16_run(overflow, scale), "loss_scale_collapse") == []
+
+
+def test_overflow_storm_is_an_error_and_explains_the_rest():
+    overflow = np.zeros(60)
+    overflow[30:] = 5                                     # every step skipped from step 151 to the end
+    scale = np.full(60, 2.0 ** 16)
+    scale[30:] = np.maximum(2.0 ** 16 / 2.0 ** (5 * np.arange(1, 31)), 1.0)
+    run = _fp16_run(overflow, scale)
+    found = engine.check_run(run)
+    (storm,) = [f for f in found if f.rule == "overflow_storm"]
+    assert storm.level == "error" and storm.steps == (151, 300)
+    assert "150 of the 150 steps from step 151 to 300 overflowed" in storm.message
+    assert "its floor" in storm.message
+    nested = [f.rule for f in storm.follow_ons]
+    assert "loss_scale_collapse" in nested and "loss_scale_collapse" not in [f.rule for f in found]
+    (collapse,) = [f for f in storm.follow_ons if f.rule == "loss_scale_collapse"]
+    assert collapse.level == "error" and collapse.caused_by["rule"] == "overflow_storm"
+
+
+def test_small_batch_noise_with_a_falling_trend_is_no_oscillation():
+    """Single batches of 4: the recorded loss scatters by 70% of its level (a 20% spread of the initial loss, which
+    the single-batch judgement called oscillation), but the interval means (10 steps each) fall steadily."""
+    rng = np.random.default_rng(0)
+    n = 100
+    steps = np.arange(10, 10 * n + 1, 10)
+    trend = 0.4 + 1.0 * np.exp(-np.arange(n) / 30.0)
+    loss = trend * (1 + 0.7 * rng.normal(size=n))
+    means = trend * (1 + 0.7 / np.sqrt(10) * rng.normal(size=n))
+    rows = [(s, 0.5 * m, m, 2 * m, 10, 0) for s, m in zip(steps, means)]
+    run = make_run({metadata.LOSS: (steps, np.abs(loss))}, intervals={metadata.LOSS: rows})
+    assert findings(run, "loss_oscillation") == []
+    single = make_run({metadata.LOSS: (steps, np.abs(loss))})        # the single-batch values alone
+    half = np.abs(loss)[n // 2:]
+    spread = detectors.robust_std(half - detectors.rolling_mean(half, 5))
+    assert spread / np.median(np.abs(loss)[:10]) > 0.2               # what the old judgement saw
+    assert [f.level for f in findings(single, "loss_oscillation")] == ["info"]    # without the means: a note

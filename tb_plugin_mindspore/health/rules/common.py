@@ -74,7 +74,8 @@ def aligned_interval(run, series):
     if iv is None or not len(iv):
         return None
     n = len(series)
-    out = {"min": np.full(n, np.nan), "max": np.full(n, np.nan), "count": np.zeros(n), "nonfinite": np.zeros(n)}
+    out = {"min": np.full(n, np.nan), "mean": np.full(n, np.nan), "max": np.full(n, np.nan), "count": np.zeros(n),
+           "nonfinite": np.zeros(n)}
     k, hit = detectors.match_steps(iv.steps, series.steps)
     for name in out:
         out[name][hit] = getattr(iv, name)[k[hit]]

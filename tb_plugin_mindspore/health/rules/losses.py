@@ -94,6 +94,15 @@ def loss_oscillation(run, cfg):
     steps = pts.span(half, -1)
     share = ("%.0f%% of" % (rel * 100)) if rel < 10 else ("%s times" % fmt(rel))
     what = "its interval means' spread" if averaged else "its spread"
+    if not averaged:
+        # One batch's loss per point: a small batch scatters this much by nature. Without the interval means
+        # (every step between two points averaged) the two cannot be told apart: a note, not a warning.
+        return [Finding("loss_oscillation", INFO,
+                        "The recorded loss scatters: over steps %d-%d %s around the trend is %s, %s the initial loss "
+                        "%s, while the trend fell by only %s. Single-batch losses of a small batch scatter like "
+                        "this; the interval statistics (MonitoredTrainCell) average every step and tell noise from "
+                        "oscillation." % (steps[0], steps[1], what, fmt(noise), share, fmt(level),
+                                          fmt(max(fell, 0.0))), pts.tag, steps)]
     return [Finding("loss_oscillation", WARN,
                     "Loss oscillates without progress: over steps %d-%d %s around the trend is %s, %s the initial "
                     "loss %s, while the trend fell by only %s." % (
