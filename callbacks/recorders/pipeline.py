@@ -67,6 +67,7 @@ class Pipeline:
         self.recorders_for = recorders_for
         self.owner = owner
         self.writer = None
+        self.notifier = None
         self.errors = 0
         self._reset()
 
@@ -99,6 +100,15 @@ class Pipeline:
     def request_stop(self, reason=""):
         self.stop_requested = True
         self.stop_reason = self.stop_reason or str(reason)
+
+    def notify(self, event):
+        """Posts a live health event to the webhooks of ``live_health={"notify": [...]}`` (a background thread;
+        never blocks, never raises)."""
+        if self.notifier is not None:
+            try:
+                self.notifier.post(event)
+            except Exception:
+                pass
 
     def error(self, where):
         self.errors += 1
@@ -135,6 +145,10 @@ class Pipeline:
         if writes and self.writer is None:
             self.writer = SummaryWriter(logdir, flush_secs=s.flush_secs, max_queue=s.max_queue,
                                         max_file_bytes=s.max_file_bytes, max_run_bytes=s.max_run_bytes)
+        if writes and s.live_health is not None and s.live_health.get("notify") and self.notifier is None:
+            from ..notify import Notifier
+
+            self.notifier = Notifier(s.live_health["notify"], run=logdir)
         install_signal_handlers()
         _install_interrupt_marker()
         self.active = True
@@ -366,6 +380,9 @@ class Pipeline:
         _ACTIVE.discard(self)
         self.active = False
         self._call("close")
+        notifier, self.notifier = self.notifier, None
+        if notifier is not None:
+            notifier.close()
         writer, self.writer = self.writer, None
         if writer is not None:
             try:

@@ -24,6 +24,7 @@ LIVE_HEALTH_DEFAULTS = {
     "grad_factor": None,       # gradient norm this many times the running max = explosion (None: rule's 10)
     "loss_factor": None,       # loss this many times the largest before = spike (None: rule's 10)
     "stall_s": None,           # seconds without a step = stalled (None: 10x the usual interval, at least 120 s)
+    "notify": None,            # webhooks each live finding is posted to (notify.py: URLs, "env:VAR", dicts)
 }
 
 
@@ -105,6 +106,11 @@ def parse_live_health(live_health):
                          % (", ".join(repr(u) for u in unknown), ", ".join(LIVE_HEALTH_DEFAULTS)))
     out = dict(LIVE_HEALTH_DEFAULTS)
     for key, value in live_health.items():
+        if key == "notify":
+            from ..notify import parse_notify
+
+            out[key] = parse_notify(value) or None
+            continue
         if key == "warmup_points":
             check_int("live_health['warmup_points']", value, minimum=1)
         elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
