@@ -46,6 +46,9 @@ def default_recorders(settings, extra=()):
         out.append(ActivationRecorder())
     if "data_wait" in settings.debug:
         out.append(DataWaitRecorder())
+    if "attention_logits" in settings.debug:
+        from .attention import AttentionLogitRecorder
+        out.append(AttentionLogitRecorder())
     if settings.eval_dataset is not None:
         out.append(EvalRecorder())
     if settings.live_health is not None:

@@ -90,6 +90,18 @@ def lr_config(optimizer, callbacks=()):
 _NORM_CELL = re.compile(r"(BatchNorm|LayerNorm|GroupNorm|InstanceNorm|RMSNorm|RmsNorm)")
 
 
+def optimizer_eps(optimizer):
+    """The optimizer's epsilon (Adam's denominator term) as a float, or None when it has none."""
+    eps = getattr(optimizer, "eps", None) if optimizer is not None else None
+    if eps is None:
+        return None
+    try:
+        value = float(np.asarray(eps.asnumpy() if hasattr(eps, "asnumpy") else eps, dtype=np.float64).reshape(-1)[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return value if np.isfinite(value) else None
+
+
 def normalisation_cells(network):
     """``{cell class: count}`` of the normalisation layers in ``network`` (``{}`` when none, None when the
     network is not known): what the health rules weigh before blaming depth for vanishing gradients."""
@@ -148,6 +160,9 @@ class RunInfoRecorder(Recorder):
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
                            matched=s.layers.truncated_from or len(ctx.layer_names), frozen=len(ctx.frozen_names)),
             "normalisation": normalisation_cells(network_of(ctx)),
+            "optimizer_eps": optimizer_eps(ctx.optimizer),
+            "layer_sizes": {p.name: int(np.prod(p.shape)) if len(p.shape) else 1
+                            for p in list(ctx.layer_params) + list(ctx.frozen_params)},
             "hparams": self.hparams,
             "hparams_source": source or None,
             "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),

@@ -13,7 +13,7 @@ from ..layers import DEFAULT_MAX_LAYERS, LayerSelection
 __all__ = ["MonitorSettings", "DEBUG_ITEMS", "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS", "check_int"]
 
 # Opt-in debug items (``debug=`` accepts a subset, or "all").
-DEBUG_ITEMS = ("update_ratio", "layer_grad_norm", "activations", "data_wait")
+DEBUG_ITEMS = ("update_ratio", "layer_grad_norm", "activations", "data_wait", "attention_logits")
 # What live health may do when it finds a problem (``on_anomaly=``); "log" (a log line and an event in the run)
 # always happens.
 ANOMALY_ACTIONS = ("log", "stop", "skip", "checkpoint")

@@ -27,7 +27,7 @@ from .base import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, WARN, Finding, Rule, r
 # Imported in the order the rules run (each module registers its rules in RULES).
 from . import presence, gradients, loss_scale, losses, learning_rate  # noqa: F401,I100
 from . import layers, evaluation, throughput, run_state, monitoring  # noqa: F401,I100
-from . import sharpness  # noqa: F401,I100
+from . import sharpness, precursors  # noqa: F401,I100
 from . import cluster  # noqa: F401,I100
 from . import live  # noqa: F401,I100
 

@@ -30,6 +30,7 @@ class Finding:
     # advice that names the likely cause); ``compose`` appends it to the message.
     advice: str = ""
     causes: List[dict] = field(default_factory=list)   # [{"cause", "likely", "evidence"}], most likely first
+    watch: bool = False     # a precursor: nothing went wrong yet, this usually comes before it (level info)
 
     def compose(self):
         """Appends the advice to the message (once) and does the same for the follow-ons."""
@@ -47,6 +48,8 @@ class Finding:
             out["message"] = "%s %s" % (self.message.rstrip(), self.advice)
         if self.causes:
             out["causes"] = [dict(c) for c in self.causes]
+        if self.watch:
+            out["watch"] = True
         if self.layers:
             out["layers"] = list(self.layers)
         if self.source:
