@@ -7,8 +7,8 @@ raised) goes to ``<out>/meta/<id>.json``.
 
 Faults are injected through the model itself, never through the monitoring: a :class:`Knob` is an identity in the
 forward pass whose backward pass multiplies the gradient by a factor held in a ``Parameter`` (changed between steps
-without recompiling), placed on one layer's weight, on a layer's output or on the loss; NaN comes from the data;
-a dead layer from ``ops.stop_gradient``; a frozen one from ``requires_grad=False``.
+without recompiling), placed on one layer's weight, on a layer's output or on the logits; NaN from an input scale set
+to +Inf for one step; a dead layer from ``ops.stop_gradient``; a frozen one from ``requires_grad=False``.
 """
 
 import json
@@ -35,6 +35,7 @@ EXPLOSION = 1000.0
 VANISH = 1e-7
 OVERFLOW = 1e9
 LEAK_BYTES = 1 << 20
+SLOW_BATCH_S = 0.1      # input_bound: a batch takes this long in the pipeline (a sleep: not slowed by machine load)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -74,17 +75,20 @@ def build(spec, rs):
     from mindspore import nn, ops, Parameter, Tensor
 
     class Knob(nn.Cell):
-        """``knob(x, factor)``: identity forward; backward multiplies the gradient by ``factor`` (given as an input:
-        a custom bprop may not read a Parameter, its owner reads it and passes the value)."""
+        """``knob(x, factor)``: identity forward; the backward pass multiplies the gradient by ``factor``.
+
+        ``stop_gradient(x) + (x - stop_gradient(x)) * factor`` is exactly ``x`` forward and has the gradient
+        ``factor``; no custom bprop (MindSpore 2.10 aborts on a custom bprop under ``value_and_grad`` of a function
+        in PYNATIVE_MODE). The product is taken in float32 and cast back, so that a float16 ``x`` gets a float16
+        gradient that overflows when ``factor`` is large (the overflow storm) while the forward value stays exact."""
 
         def construct(self, x, factor):
-            return x
+            fixed = ops.stop_gradient(x)
+            moving = ops.cast(x - fixed, ms.float32) * factor
+            return fixed + ops.cast(moving, ops.dtype(x))
 
-        def bprop(self, x, factor, out, dout):
-            return dout * ops.cast(factor, ops.dtype(dout)), ops.zeros_like(factor)
-
-    def factor(value=1.0):
-        return Parameter(Tensor(np.array(value, np.float32)), name="knob", requires_grad=False)
+    def factor(value=1.0, name="knob"):
+        return Parameter(Tensor(np.array(value, np.float32)), name=name, requires_grad=False)
 
     def he(shape, fan_in, scale=1.0):
         return Parameter(Tensor((rs.normal(0, math.sqrt(2.0 / fan_in), shape) * scale).astype(np.float32)),
@@ -140,8 +144,8 @@ def build(spec, rs):
             super().__init__()
             self.input_scale = Parameter(Tensor(np.array(1.0, np.float32)), name="input_scale", requires_grad=False)
             self.knob = Knob()
-            self.half_factor = factor()
-            self.loss_factor = factor()
+            self.half_factor = factor(name="half_factor")
+            self.loss_factor = factor(name="loss_factor")
             self.fp16 = fp16
 
         def cast_in(self, x):
@@ -492,7 +496,7 @@ def _train_model(spec, net, run_dir, total, plan, live):
 
         def batches():
             for i in range(per_epoch):
-                time.sleep(0.03)
+                time.sleep(SLOW_BATCH_S)
                 yield x[i * spec.batch:(i + 1) * spec.batch], y[i * spec.batch:(i + 1) * spec.batch]
 
         return ds.GeneratorDataset(batches, ["x", "y"], shuffle=False)
@@ -536,12 +540,34 @@ def _train_model(spec, net, run_dir, total, plan, live):
     return inject.last if inject.last < total else None
 
 
+def _loop_batches(spec, x, y, total):
+    """The loop's batches as users take them: a MindSpore dataset's tuple iterator, epoch after epoch (its pipeline
+    prefetches; input_bound's generator sleeps SLOW_BATCH_S a batch, as in ``Model.train``)."""
+    import mindspore.dataset as ds
+
+    per_epoch = len(x) // spec.batch
+    while True:
+        if spec.case == "input_bound":
+            def slow():
+                for i in range(per_epoch):
+                    time.sleep(SLOW_BATCH_S)
+                    yield x[i * spec.batch:(i + 1) * spec.batch], y[i * spec.batch:(i + 1) * spec.batch]
+
+            data = ds.GeneratorDataset(slow, ["x", "y"], shuffle=False)
+        else:
+            data = ds.NumpySlicesDataset({"x": x, "y": y}, shuffle=False).batch(spec.batch, drop_remainder=True)
+        for a, b in data.create_tuple_iterator():
+            yield a, b
+
+
 def _train_loop(spec, net, run_dir, total, plan, live):
     import mindspore as ms
     from mindspore import Tensor
 
     from tb_mindspore_callbacks import LoopMonitor
     from tb_plugin_mindspore import metadata
+
+    import mindspore.dataset as ds
 
     x, y, ex, ey = datasets(spec, total)
     per_epoch = len(x) // spec.batch
@@ -550,6 +576,9 @@ def _train_loop(spec, net, run_dir, total, plan, live):
     opt = optimizer_of(spec, net.trainable_params(), schedule)
     hparams = hparams_of(spec, name, total)
     loss_fn = _loss_fn()
+    prefetch = ds.config.get_prefetch_size()
+    if spec.case == "input_bound":
+        ds.config.set_prefetch_size(1)
 
     def forward(a, b):
         return loss_fn(net(a), b)
@@ -569,11 +598,9 @@ def _train_loop(spec, net, run_dir, total, plan, live):
     best, bad_epochs, epoch_losses = math.inf, 0, []
     stopped = None
     with LoopMonitor(run_dir, opt, network=net, batch_size=spec.batch, **kw) as mon:
+        batches = _loop_batches(spec, x, y, total)
         for step in range(1, total + 1):
-            i = (step - 1) % per_epoch
-            if spec.case == "input_bound":
-                time.sleep(0.03)
-            a, b = Tensor(x[i * spec.batch:(i + 1) * spec.batch]), Tensor(y[i * spec.batch:(i + 1) * spec.batch])
+            a, b = next(batches)
             mon.begin_step()
             plan.before_step(step)
             loss, grads = grad_fn(a, b)
@@ -601,6 +628,7 @@ def _train_loop(spec, net, run_dir, total, plan, live):
                         opt.learning_rate.set_data(Tensor(np.array(
                             float(opt.learning_rate.asnumpy()) * 0.5, np.float32)))
                         bad_epochs = 0
+    ds.config.set_prefetch_size(prefetch)
     return stopped
 
 

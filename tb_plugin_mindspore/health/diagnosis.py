@@ -260,6 +260,14 @@ def _vanishing(run, finding):
 
 def _not_learning(run, finding):
     high, low = _lr_causes(run)
+    skipped = Cause("skipped_updates", "the updates are skipped: float16 overflow steps",
+                    "See overflow_storm: keep the overflowing layer or the loss in float32, or use bfloat16")
+    over = run.get("overflow_steps")
+    if over is not None and np.nansum(over.values) > 0:
+        total = float(np.nansum(over.values))
+        span = float(over.steps[-1] - over.steps[0] + 1) if len(over) > 1 else 1.0
+        if total >= 0.25 * span:
+            skipped.support(3.0, "%d of about %d steps overflowed and were skipped" % (total, span))
     frozen = Cause("frozen", "they are frozen or their parameter group's learning rate is 0",
                    "Check requires_grad and the optimizer's parameter groups")
     reach = Cause("no_gradient", "too little gradient reaches them",
@@ -286,7 +294,7 @@ def _not_learning(run, finding):
             reach.support(-1.0, "")
             big.support(1.0, "their gradients are of the other layers' order")
     if not layers:           # every layer slow: the step size
-        return [low, frozen, reach]
+        return [low, skipped, frozen, reach] if skipped.score > 0 else [low, frozen, reach]
     return [frozen, reach, big, low]
 
 
@@ -321,7 +329,8 @@ def _nonfinite(run, finding):
             if early > 0 and late >= 10 * early:
                 high.support(1.5, "the gradient norm rose %s-fold before it" % fmt(late / early))
             elif early > 0 and late < 3 * early:
-                data.support(1.5, "the gradient norm was steady until it (%s)" % fmt(late))
+                data.support(1.5, "the gradient norm was steady before it (%s, against %s early on)" % (
+                    fmt(late), fmt(early)))
     return [high, data, fp16]
 
 
@@ -329,8 +338,16 @@ def _explosion(run, finding):
     high, low = _lr_causes(run)
     data = Cause("bad_batches", "a few bad batches: outliers, corrupted samples",
                  "Check the batches at those steps; gradient clipping makes training robust to them")
+    grad = run.get("grad_norm")
+    if grad is not None and finding.message.startswith("Gradient norm spiked"):
+        after = grad.values[(grad.steps > finding.steps[1]) & np.isfinite(grad.values)][:5]
+        before = grad.values[(grad.steps < finding.steps[0]) & np.isfinite(grad.values)][-5:]
+        if after.size and before.size and np.median(after) < 3 * np.median(before):
+            data.support(1.5, "the gradient norm came back to its level (%s) within %d points after the spike" % (
+                fmt(float(np.median(after))), after.size))
+            high.support(-0.5, "")
     if finding.layers:
-        data.support(0.5, "")
+        data.support(0.5, "the spike started in layer %s" % ", ".join(finding.layers[:3]))
     return [high, data]
 
 

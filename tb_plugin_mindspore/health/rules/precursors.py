@@ -5,6 +5,7 @@ failure it announces) is measured by the health corpus (RULES.md)."""
 
 import numpy as np
 
+from .. import detectors
 from .base import INFO, Finding, rule
 from .common import finite, fmt, layer_list
 
@@ -85,8 +86,7 @@ def adam_epsilon_dominated(run, cfg):
     if steps.size < cfg["min_points"]:
         return []
     k = max(1, int(round(steps.size * cfg["tail_frac"])))
-    with np.errstate(all="ignore"):
-        tail = np.nanmedian(np.where(np.isfinite(rms[-k:]), rms[-k:], np.nan), axis=0)
+    tail = detectors.quiet_nanmedian(np.where(np.isfinite(rms[-k:]), rms[-k:], np.nan), axis=0)
     low = [(n, float(v)) for n, v in zip(names, tail) if np.isfinite(v) and 0 < v < eps]
     if not low:
         return []
