@@ -28,12 +28,14 @@ BATCHES = (4, 8, 16, 32, 64, 128, 256)
 
 @dataclass(frozen=True)
 class Fault:
-    """One entry of the catalogue: how it is injected (in words), the rules that name it (the first is the one
-    its row in RULES.md counts it for; any of them counts as found), what it needs of a run."""
+    """One entry of the catalogue: how it is injected (in words), the rules that must name it (each counts it as a
+    trial in its RULES.md row), other rules that may name it instead (the fault counts as found in the catalogue's
+    total when any of them does), what it needs of a run."""
 
     name: str
     injected: str
     rules: Tuple[str, ...]
+    also: Tuple[str, ...] = ()
     layer: bool = False          # the fault is in one layer: the finding must name it
     rank: bool = False           # the fault is in one rank: the finding must name it
     needs: Tuple[str, ...] = ()  # "fp16", "model", "eval", "debug", "bn", "msrun"
@@ -43,16 +45,16 @@ FAULTS = {f.name: f for f in (
     Fault("nan_at_step", "the inputs of step S are multiplied by +Inf (NaN from there on)",
           ("nonfinite",)),
     Fault("grad_explosion", "from step S the backward pass multiplies every gradient by 1,000 for 3 steps (a "
-          "gradient-scale knob on the loss)", ("grad_explosion", "nonfinite", "loss_spike")),
+          "gradient-scale knob on the loss)", ("grad_explosion",), also=("nonfinite", "loss_spike")),
     Fault("layer_explosion", "from step S one layer's weight gradient is multiplied by 1,000 for 3 steps (a "
-          "gradient-scale knob on that weight only)", ("grad_explosion", "nonfinite"), layer=True),
+          "gradient-scale knob on that weight only)", ("grad_explosion",), also=("nonfinite",), layer=True),
     Fault("dead_layer", "ops.stop_gradient on the first layer's output: its weights never get a gradient",
-          ("layer_not_learning", "vanishing_gradients"), layer=True, needs=("debug",)),
+          ("layer_not_learning",), also=("vanishing_gradients",), layer=True, needs=("debug",)),
     Fault("frozen_layer", "the first layer's weight has requires_grad=False (left out of the optimizer)",
           ("layer_not_learning",), layer=True),
     Fault("vanishing_gradients", "the backward pass into the first layer multiplies its gradient by 1e-7 (what a "
           "deep stack of saturating activations does to the layers before it)",
-          ("vanishing_gradients", "layer_not_learning"), layer=True, needs=("debug",)),
+          ("vanishing_gradients",), also=("layer_not_learning",), layer=True, needs=("debug",)),
     Fault("lr_not_applied", "hparams say lr_schedule=warmup_cosine but the optimizer is given a constant",
           ("lr_constant",)),
     Fault("warmup_never_ends", "a warm-up of 20x the run's steps: the learning rate rises to the end",
@@ -188,7 +190,7 @@ FROM_START = frozenset({"dead_layer", "frozen_layer", "vanishing_gradients", "lr
 
 
 def _fault(rng, spec, fault):
-    spec.expected = fault.rules
+    spec.expected = fault.rules + fault.also
     spec.fault_step = 1 if fault.name in FROM_START else int(rng.randint(int(spec.steps * 0.3),
                                                                            int(spec.steps * 0.6)))
     if fault.layer:
@@ -247,7 +249,7 @@ def plan(seed=0, runs=320, msrun_runs=16):
         if spec.kind == "fault":
             fault = MSRUN_FAULTS[ms_faults[(j - j // 4 - 1) % len(ms_faults)]]
             spec.case = fault.name
-            spec.expected = fault.rules
+            spec.expected = fault.rules + fault.also
             spec.fault_rank = int(rng.randint(1, 3))
             spec.fault_step = 1 if fault.name == "straggler" else int(rng.randint(20, 30))
         specs.append(spec)
@@ -261,10 +263,12 @@ def shard(specs, index, count):
 
 def catalogue_markdown():
     """The written catalogue as a Markdown table (RULES.md)."""
-    lines = ["| fault | how it is injected | rules that name it | must name |", "| --- | --- | --- | --- |"]
+    lines = ["| fault | how it is injected | rules that must name it | or instead | and name |",
+             "| --- | --- | --- | --- | --- |"]
     for f in ALL_FAULTS.values():
-        lines.append("| `%s` | %s | %s | %s |" % (f.name, f.injected, ", ".join("`%s`" % r for r in f.rules),
-                                                  "the layer" if f.layer else "the rank" if f.rank else ""))
+        lines.append("| `%s` | %s | %s | %s | %s |" % (
+            f.name, f.injected, ", ".join("`%s`" % r for r in f.rules), ", ".join("`%s`" % r for r in f.also),
+            "the layer" if f.layer else "the rank" if f.rank else ""))
     return "\n".join(lines)
 
 

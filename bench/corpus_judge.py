@@ -198,9 +198,13 @@ def summarize(results, rule_ids):
     healthy = [r for r in results if r["kind"] == "healthy" and r.get("status") == "trained"]
     faulty = [r for r in results if r["kind"] == "fault" and r.get("status") == "trained"]
     rows = {}
+    def required(r):
+        fault = cat.ALL_FAULTS.get(r["case"])
+        return fault.rules if fault is not None else tuple(r["expected"][:1])
+
     for rule_id in rule_ids:
-        trials = [r for r in faulty if r["expected"] and r["expected"][0] == rule_id]
-        also = [r for r in faulty if rule_id in r["expected"][1:]]
+        trials = [r for r in faulty if rule_id in required(r)]
+        also = [r for r in faulty if rule_id in r["expected"] and rule_id not in required(r)]
         found = [r for r in trials if r["found"].get(rule_id)]
         false = [r for r in healthy if rule_id in r.get("alarms", [])]
         delays = [r["delay_steps"][rule_id] for r in trials + also if rule_id in r.get("delay_steps", {})]
