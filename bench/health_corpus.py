@@ -192,19 +192,19 @@ def write_rules_md(path, text):
         f.write(head + begin + "\n" + text + "\n" + end + tail)
 
 
+QUICK_CASES = ("small_batch", "early_growth", "nan_at_step", "layer_explosion", "frozen_layer", "dead_layer",
+               "overflow_storm", "broken_eval")
+
+
 def quick_specs(seed=0):
-    """A handful of runs for the test suite: one healthy hard case and one fault of each family that shows in a
-    short run, small steps."""
-    specs = cat.plan(seed=seed, runs=2 * len(cat.FAULTS), msrun_runs=0)
-    picked = []
-    for case in ("small_batch", "early_growth", "nan_at_step", "layer_explosion", "frozen_layer",
-                 "overflow_storm"):
-        picked.append(next(s for s in specs if s.case == case))
+    """A handful of runs for the test suite: healthy hard cases and faults of the families that show in a short
+    run, GRAPH_MODE MLPs of 80 steps, ``Model.train`` and the loop in turn (float16 with ``Model.train``)."""
+    specs = cat.plan(seed=seed, runs=4 * len(cat.FAULTS), msrun_runs=0)
+    picked = [next(s for s in specs if s.case == case) for case in QUICK_CASES]
     for i, s in enumerate(picked):
         s.index = i
-        s.mode, s.steps = "graph", 80
-        if s.arch == "transformer":
-            s.arch = "mlp"
+        s.mode, s.steps, s.arch, s.batch, s.collect_freq = "graph", 80, "mlp", 16 if s.batch > 16 else s.batch, 4
+        s.entry = "model" if s.dtype == "fp16" or i % 2 == 0 else "loop"
         s.fault_step = None if s.kind == "healthy" else (1 if s.fault_step == 1 else 40)
     return picked
 
