@@ -24,10 +24,11 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .live_health import UpdateGuard, guard_settings
-from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
+from .recorders.live_health import UpdateGuard, guard_settings
+from .recorders import Diagnostic, LoopSource, MonitorSettings, Pipeline, default_recorders
+from .recorders.options import from_keywords
 from .monitor import _check_recorders
-from .train_cell import global_norm, norm_plan
+from .cells.train_cell import global_norm, norm_plan
 
 __all__ = ["LoopMonitor"]
 
@@ -67,10 +68,12 @@ class LoopMonitor:
         ratios); None records loss and gradient norm only.
       network: the forward network, for activation histograms (``debug=["activations"]``); it is called with the
         ``inputs`` given to :meth:`step`.
-      collect_freq, batch_size and every other keyword: as for :class:`TrainMonitor` (``debug``, ``debug_freq``,
-        ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``,
-        ``live_health``, ``on_anomaly``, ``recorders``, ...). ``eval_dataset`` is not supported here: evaluate in
-        your loop and call :meth:`scalar`.
+      collect_freq, batch_size and every other keyword (keyword-only): as for :class:`TrainMonitor` (``hparams``,
+        ``recorders``, ``flight_recorder``, and the option groups ``debug=Debug(...)``, ``diagnostic=Diagnostic(...)``
+        (weight norms every 100 steps by default here: a loop has no epochs), ``layers=Layers(...)``,
+        ``health=LiveHealth(...)``, ``storage=Storage(...)``, ``ranks=Ranks(...)``; the flat keywords of earlier
+        releases with a ``FutureWarning``). ``eval=`` is not supported here: evaluate in your loop and call
+        :meth:`scalar`.
 
     Call :meth:`step` once per training step, after the optimizer update, with the loss and the gradients (in the
     order of ``optimizer.parameters``); it returns False once live health asked to stop (``on_anomaly="stop"``,
@@ -79,16 +82,22 @@ class LoopMonitor:
     the data-wait time. :meth:`close` (or the ``with`` block) writes the final points and the run end marker.
     """
 
-    def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, recorders=(),
-                 **kwargs):
+    def __init__(self, logdir, optimizer=None, *, network=None, collect_freq=10, batch_size=None, recorders=(),
+                 hparams=None, flight_recorder=100, diagnostic=None, debug=None, eval=None, layers=None, health=None,
+                 storage=None, ranks=None, **old_keywords):
         if optimizer is not None and not isinstance(optimizer, nn.Optimizer):
             raise ValueError("optimizer must be a mindspore.nn.Optimizer or None, got %r" % (optimizer,))
         if network is not None and not isinstance(network, nn.Cell):
             raise ValueError("network must be a mindspore.nn.Cell or None, got %r" % (network,))
-        if kwargs.get("eval_dataset") is not None:
+        groups = from_keywords("LoopMonitor", old_keywords, {
+            "diagnostic": diagnostic, "debug": debug, "eval": eval, "layers": layers, "health": health,
+            "storage": storage, "ranks": ranks})
+        if groups["eval"] is not None:
             raise ValueError("LoopMonitor does not run evaluations; evaluate in your loop and call scalar()")
-        kwargs.setdefault("diagnostic_freq", 100)
-        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, **kwargs)
+        if groups["diagnostic"] is None:
+            groups["diagnostic"] = Diagnostic(every=100)
+        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, hparams=hparams,
+                                        flight_recorder=flight_recorder, **groups)
         if "activations" in self.settings.debug and network is None:
             raise ValueError("debug item 'activations' needs network= (the forward network to probe)")
         if "skip" in self.settings.on_anomaly and optimizer is None:

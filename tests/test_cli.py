@@ -71,7 +71,7 @@ def _check(logdir):
 
 @pytest.mark.slow   # ~60 s on an idle 2-core machine: three compiled graphs, a landscape, a SummaryCollector child
 def test_short_demo_records_every_kind_of_run_and_check_names_the_problem(tmp_path):
-    from tb_plugin_mindspore.reading.ms_logdir import file_kind
+    from tb_plugin_mindspore.sources.ms_logdir import file_kind
 
     p = _demo(tmp_path, DEMO_TEST_STEPS)
     out = p.communicate(timeout=900)[0]

@@ -1,12 +1,13 @@
 """Debug tier: histograms of the outputs of the network's top-level blocks (``debug/activation/<cell>``) on a few
-samples of the step's batch, by one extra forward pass (see ``tb_mindspore_callbacks.activations``)."""
+samples of the step's batch, by one extra forward pass (see ``tb_mindspore_callbacks.cells.activations``)."""
 
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
-from .._util import cb_get, find_cell, logger
-from ..activations import ActivationProbe
+from ..common.util import cb_get, find_cell, logger
+from ..cells.activations import ActivationProbe
 from .base import Recorder
 
 __all__ = ["ActivationRecorder", "clean_cell_name", "default_blocks"]
@@ -38,7 +39,8 @@ def default_blocks(probe_net):
 
 
 class ActivationRecorder(Recorder):
-    name = "activations"
+    item = debug_items.ACTIVATIONS
+    name = item.name
 
     def on_start(self, ctx):
         from mindspore import nn

@@ -18,9 +18,10 @@ import math
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
-from .._util import cb_get, find_cell, logger
-from ..activations import ActivationProbe
+from ..common.util import cb_get, find_cell, logger
+from ..cells.activations import ActivationProbe
 from .activations import clean_cell_name
 from .base import Recorder
 
@@ -62,7 +63,8 @@ def _projections(cell):
 
 
 class AttentionLogitRecorder(Recorder):
-    name = "attention_logits"
+    item = debug_items.ATTENTION_LOGITS
+    name = item.name
 
     def on_start(self, ctx):
         from mindspore import nn

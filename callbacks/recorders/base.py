@@ -208,11 +208,15 @@ class RunContext:
 class Recorder:
     """Base class of a recorder: every hook does nothing. ``name`` shows in error messages.
 
+    ``item``: the debug item this recorder records (a row of ``tb_plugin_mindspore.contract.debug_items``: its
+    name in ``Debug(items=[...])``, its tags, label and axis), or None for a recorder that is not a debug item.
+
     ``wants_step_begin``: set True to receive ``on_step_begin`` under ``Model.train`` (it costs a Python call per
     step there).
     """
 
     name = "recorder"
+    item = None
     wants_step_begin = False
 
     def on_start(self, ctx):

@@ -1,7 +1,7 @@
 """Live health: judges every core point while training runs (NaN / Inf in loss, gradients or weights, gradient
 explosion, loss spikes) and watches for stalls from a background thread; at detection one line in the training
 log, a ``_meta/health_event`` in the run, and the actions asked for (``on_anomaly``): stop training, skip the bad
-update, save a checkpoint of the last good state. The maths is in ``tb_mindspore_callbacks.live_health``."""
+update, save a checkpoint of the last good state. The maths is in ``tb_mindspore_callbacks.recorders.live_health``."""
 
 import math
 import os
@@ -17,8 +17,8 @@ from mindspore.ops import composite as C
 
 from tb_plugin_mindspore import metadata
 
-from .. import live_health as lh
-from .._util import logger
+from . import live_health as lh
+from ..common.util import logger
 from .base import Recorder
 from .events import json_value
 from .weight_norms import all_weight_norms

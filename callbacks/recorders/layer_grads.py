@@ -2,15 +2,17 @@
 training step by the step source's cell (asked for at start, before the first compiled step)."""
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
-from .._util import logger
+from ..common.util import logger
 from .base import Recorder
 
 __all__ = ["LayerGradRecorder"]
 
 
 class LayerGradRecorder(Recorder):
-    name = "layer_grad_norm"
+    item = debug_items.LAYER_GRAD_NORM
+    name = item.name
 
     def on_start(self, ctx):
         self.ctx = ctx

@@ -17,11 +17,12 @@ import time
 import weakref
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
-from .._util import detect_rank, logger
-from ..live_health import guard_settings
+from ..common.util import detect_rank, logger
+from .live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
+from .events import json_value
 
 __all__ = ["Pipeline"]
 
@@ -102,7 +103,7 @@ class Pipeline:
         self.stop_reason = self.stop_reason or str(reason)
 
     def notify(self, event):
-        """Posts a live health event to the webhooks of ``live_health={"notify": [...]}`` (a background thread;
+        """Posts a live health event to the webhooks of ``LiveHealth(notify=[...])`` (a background thread;
         never blocks, never raises)."""
         if self.notifier is not None:
             try:
@@ -145,10 +146,10 @@ class Pipeline:
         if writes and self.writer is None:
             self.writer = SummaryWriter(logdir, flush_secs=s.flush_secs, max_queue=s.max_queue,
                                         max_file_bytes=s.max_file_bytes, max_run_bytes=s.max_run_bytes)
-        if writes and s.live_health is not None and s.live_health.get("notify") and self.notifier is None:
-            from ..notify import Notifier
+        if writes and s.notify and self.notifier is None:
+            from .notify import Notifier   # lazy: only runs that post to webhooks start its thread
 
-            self.notifier = Notifier(s.live_health["notify"], run=logdir)
+            self.notifier = Notifier(s.notify, run=logdir)
         install_signal_handlers()
         _install_interrupt_marker()
         self.active = True
@@ -392,8 +393,6 @@ class Pipeline:
 
 
 def _run_end_value(marker):
-    from .events import json_value
-
     return json_value(metadata.RUN_END, metadata.KIND_RUN_END, marker)
 
 

@@ -11,8 +11,8 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore import __version__ as plugin_version
 
-from .._util import cb_get, logger
-from ..run_dir import RUN_HPARAMS_FILE, read_run_hparams
+from ..common.util import cb_get, logger, lr_groups
+from ..common.run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from .base import Recorder
 from .pipeline import network_of
 from .events import json_value
@@ -62,8 +62,6 @@ def lr_config(optimizer, callbacks=()):
     a callback such as ``ReduceLROnPlateau``; ``changed_by`` names them), ``unknown`` (no optimizer). The run's
     kind is the most dynamic of its groups'.
     """
-    from ..train_cell import lr_groups
-
     if optimizer is None:
         return {"kind": "unknown", "class": None, "groups": []}
     try:

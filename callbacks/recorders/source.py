@@ -21,10 +21,11 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
 
-from .._util import host_learning_rates, loss_value
-from ..flight_ring import read_ring, ring_parameters, ring_write
-from ..train_cell import (_empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
-                          norm_plan, reset_parameter)
+from ..common.util import host_learning_rates, loss_value
+from ..cells.flight_ring import read_ring, ring_parameters, ring_write
+from ..cells.train_cell import (
+    _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update, norm_plan, reset_parameter,
+)
 from .base import HostInterval, Interval
 
 __all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "interval_from_row"]

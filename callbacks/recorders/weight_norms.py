@@ -8,14 +8,13 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 
 from .base import Recorder
+from ..cells.layers import WeightNorms, cached
 
 __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
 
 def all_weight_norms(ctx):
     """L2 norm of every parameter of the optimizer (float64 numpy), one compiled computation; None without one."""
-    from ..layers import WeightNorms, cached
-
     opt = ctx.optimizer
     if opt is None:
         return None
@@ -27,8 +26,6 @@ def all_weight_norms(ctx):
 
 def frozen_norms(ctx):
     """L2 norms of the frozen layers (``ctx.frozen_params``; float64 numpy), or None when there are none."""
-    from ..layers import WeightNorms, cached
-
     if not ctx.frozen_params:
         return None
     return np.asarray(cached(WeightNorms, list(ctx.frozen_params))().asnumpy(), dtype=np.float64)
@@ -42,8 +39,6 @@ class WeightNormRecorder(Recorder):
     def on_start(self, ctx):
         self.ctx = ctx
         if ctx.optimizer is not None and list(ctx.optimizer.parameters):
-            from ..layers import WeightNorms, cached
-
             cached(WeightNorms, list(ctx.optimizer.parameters))    # built now, compiled at its first point
 
     def on_point(self, r):

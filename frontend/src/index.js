@@ -2,11 +2,11 @@
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
-import { Dashboard } from "./views/dashboard.js";
-import { mountCluster } from "./views/clusterView.js";
-import { mountLandscapes } from "./views/landscapeView.js";
-import { mountMedia } from "./views/mediaView.js";
-import { mountRunInfo } from "./views/runInfoView.js";
+import { Dashboard } from "./page/dashboard.js";
+import { mountCluster } from "./views/sections/cluster/clusterView.js";
+import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
+import { mountMedia } from "./views/sections/media/mediaView.js";
+import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
 
 let dashboard = null;
 

@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeNumber, decodeRows, normalizeScalars, parseJson, buildUrl } from "../src/api.js";
-import { RunColors, PALETTE, withAlpha } from "../src/colors.js";
+import { decodeNumber, decodeRows, normalizeScalars, parseJson, buildUrl } from "../src/api/client.js";
+import { RunColors, PALETTE, withAlpha } from "../src/base/colors.js";
 import { emaSmooth } from "../src/chart/smoothing.js";
 import { nearestIndex, prepareSeries } from "../src/chart/series.js";
 import uPlot from "uplot";
@@ -117,8 +117,8 @@ test("run filter is a case-insensitive regex; invalid ones are reported", () => 
 });
 
 // ---- dashboard (issue 4): batching, layer matrices, heatmap model ----
-import { batchUrl, decodeBf16Planes, normalizeLayers, normalizeTags } from "../src/api.js";
-import { SeriesStore, planBatches } from "../src/store.js";
+import { batchUrl, decodeBf16Planes, normalizeLayers, normalizeTags } from "../src/api/client.js";
+import { SeriesStore, planBatches } from "../src/api/store.js";
 import { SPECIAL, makeScale } from "../src/chart/colorScale.js";
 import { aggregateRow, buildTree, compareNames, layerStats, treeDepth, visibleRows } from "../src/chart/layerTree.js";
 import { prepareBands } from "../src/chart/bandsChart.js";

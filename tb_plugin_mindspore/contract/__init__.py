@@ -11,11 +11,14 @@ of our plugin's series, the ``Summary.Value`` builder the callbacks write with a
   :mod:`.health_event`: live health events; :mod:`.run_end`: the run end marker;
 * :mod:`.content`: our plugin content (parse, kind) and "our series of this kind" in a provider listing;
 * :mod:`.vocabulary`: the one table of tag vocabularies (ours, mindformers', SummaryCollector's, plain names) that
-  tiering (``metadata.tier_of``), the health rules' quantities and the dashboard's per-parameter families read.
+  tiering (``vocabulary.tier_of``), the health rules' quantities and the dashboard's per-parameter families read.
 
 Tag names stay in :mod:`tb_plugin_mindspore.metadata`. Submodules are imported on first use, so
 ``from tb_plugin_mindspore.contract import vocabulary`` imports only the standard library; builders import
 TensorBoard's protos when first called.
+
+May import: ``tb_plugin_mindspore.metadata`` (the names, at the package root, part of this layer) and ``io``;
+the standard library and numpy, TensorBoard's protos when a builder is first called.
 """
 
 import importlib

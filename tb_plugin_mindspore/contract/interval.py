@@ -8,7 +8,7 @@ Three layouts of the same numbers, each named here once:
 * in event files, a float64 tensor of :data:`FIELDS` under ``interval/<scalar tag>`` (:func:`value` writes it,
   :func:`decode` reads one, :func:`table` a whole series as :class:`IntervalTable` columns);
 * in the JSON routes (``scalars``, ``scalars_batch``), rows ``[step, min, mean, max, count, nonfinite]``
-  (:data:`ROW_FIELDS`; :func:`json_rows`), non-finite numbers as their string names.
+  (:data:`ROW_FIELDS`; the answers' ``encode.interval_rows`` writes them), non-finite numbers as their string names.
 
 ``count`` counts every step of the interval (finite or not); min / mean / max are over the finite values only (NaN
 when there were none).
@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from .. import metadata
+from . import _tensors
 
 FIELDS = metadata.INTERVAL_FIELDS                                   # ("min", "mean", "max", "count", "nonfinite")
 ACCUMULATOR_FIELDS = ("min", "max", "sum", "finite", "nonfinite")    # the in-graph accumulator row
@@ -51,8 +52,6 @@ def value(scalar_tag, interval_stats):
     ``scalar_tag``'s interval, under ``interval/<scalar_tag>``."""
     from tensorboard.compat.proto import summary_pb2
 
-    from . import _tensors
-
     if isinstance(interval_stats, dict):
         interval_stats = IntervalStats(**interval_stats)
     return summary_pb2.Summary.Value(
@@ -71,8 +70,6 @@ def scalar_tag(tag, content=None):
 
 def decode(array):
     """:class:`IntervalStats` of one stored value, or ``None`` when it does not hold :data:`FIELDS`."""
-    from . import _tensors
-
     values = _tensors.floats(array)
     if values is None or values.size != len(FIELDS):
         return None
@@ -141,14 +138,3 @@ def merge(interval_table, max_rows):
             nonfinite=np.add.reduceat(t.nonfinite, starts),
         )
 
-
-def json_rows(interval_table):
-    """The JSON routes' rows ``[step, min, mean, max, count, nonfinite]`` (non-finite numbers as their names)."""
-    from ..reading import encode
-
-    if interval_table is None:
-        return None
-    t = interval_table
-    return [[int(s), encode.json_float(lo), encode.json_float(mean), encode.json_float(hi), int(c), int(nf)]
-            for s, lo, mean, hi, c, nf in zip(t.steps.tolist(), t.min.tolist(), t.mean.tolist(), t.max.tolist(),
-                                               t.count.tolist(), t.nonfinite.tolist())]

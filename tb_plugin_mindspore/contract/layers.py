@@ -4,6 +4,7 @@ recorder dumps); the layer names are in the plugin content (``"layers": [...]``)
 import numpy as np
 
 from .. import metadata
+from . import _tensors
 
 
 def value(tag, layer_names, values, description="", frozen=()):
@@ -11,8 +12,6 @@ def value(tag, layer_names, values, description="", frozen=()):
     ``frozen``: the names among ``layer_names`` that the optimizer does not train (content field ``frozen``, only
     written when there are some; readers that do not know it ignore it)."""
     from tensorboard.compat.proto import summary_pb2
-
-    from . import _tensors
 
     values = np.asarray(values, dtype=np.float32).reshape(-1)
     if len(layer_names) != values.size:
@@ -45,8 +44,6 @@ def frozen(content):
 
 def decode(content, array):
     """One step's values (float64, one per layer name) or ``None`` when their count is not the names' count."""
-    from . import _tensors
-
     values = _tensors.floats(array)
     layer_names = names(content)
     if values is None or not layer_names or values.size != len(layer_names):

@@ -2,7 +2,7 @@
 
 Three readers use it, so a tag learnt once is known everywhere:
 
-* tiering (``metadata.tier_of``): :func:`tier_rules`, first match wins (README "How tags are sorted into tiers");
+* tiering (:func:`tier_of`): :func:`tier_rules`, first match wins (README "How tags are sorted into tiers");
 * the health rules' quantities (``health/series.py``): :data:`ALIASES` (quantity -> tags, tried in order: ours,
   then mindformers', SummaryCollector's, plain names) and :data:`LAYER_ALIASES` (per-layer quantity -> our vector
   tags and the prefixes of per-layer scalar families);
@@ -113,3 +113,14 @@ def tier_rules():
         (r"^(activations?|grads?|gradients?|layers?|update_ratio|timing|data|perf)[/_]", md.DEBUG, PLAIN, re.I),
     )
     return tuple((re.compile(pattern, flags), tier, source) for pattern, tier, source, flags in rules)
+
+
+_TIER_RULES = tier_rules()
+
+
+def tier_of(tag):
+    """The dashboard tier of a scalar tag; unknown tags go to ``metadata.OTHER`` (never dropped)."""
+    for pattern, tier, _source in _TIER_RULES:
+        if pattern.search(tag):
+            return tier
+    return md.OTHER

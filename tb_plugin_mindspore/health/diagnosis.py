@@ -28,6 +28,7 @@ import numpy as np
 
 from . import detectors
 from .rules.common import diverged_at, fmt
+from .rules.presence import nonfinite_ranges
 from .series import ALIASES
 
 _EVAL_TAGS = frozenset(ALIASES["eval_loss"])
@@ -132,8 +133,6 @@ def normalisation(run):
 def first_nonfinite(run, quantity):
     """The step by which ``quantity`` (a scalar) had first been non-finite (the end of the first recorded interval
     that holds a NaN/Inf), or None."""
-    from .rules.presence import nonfinite_ranges
-
     series = run.get(quantity)
     if series is None:
         return None

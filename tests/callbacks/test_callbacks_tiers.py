@@ -13,7 +13,7 @@ from mindspore.train import Callback, Model  # noqa: E402
 
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import LoopMonitor, MonitoredLossScaleCell, MonitoredTrainCell, TrainMonitor  # noqa
-from tb_mindspore_callbacks.layers import LayerSelection  # noqa: E402
+from tb_mindspore_callbacks.cells.layers import LayerSelection  # noqa: E402
 
 from cb_helpers import (LossWithBump, classification_data, dense_net, read_run, run_info,  # noqa: E402
                         set_mode)
@@ -451,7 +451,7 @@ def test_make_run_dir_hparams_reach_run_info_and_hparams_tab(tmp_path):
     # A damaged file is ignored with a warning, never an error.
     with open(os.path.join(run_dir, "tb_mindspore_hparams.json"), "w") as f:
         f.write("{not json")
-    from tb_mindspore_callbacks.run_dir import read_run_hparams
+    from tb_mindspore_callbacks.common.run_dir import read_run_hparams
 
     assert read_run_hparams(run_dir) is None
     with pytest.raises(ValueError, match="hparams must be a dict"):

@@ -20,8 +20,9 @@ ms = pytest.importorskip("mindspore")
 from mindspore import nn  # noqa: E402
 from mindspore.train import Model  # noqa: E402
 
-from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor  # noqa: E402
-from tb_mindspore_callbacks.notify import Destination, Notifier, guess_format, parse_notify, payload  # noqa: E402
+from tb_mindspore_callbacks import LiveHealth, MonitoredTrainCell, TrainMonitor  # noqa: E402
+from tb_mindspore_callbacks.recorders.notify import (Destination, Notifier, guess_format, parse_notify,  # noqa: E402
+                                                     payload)
 
 from cb_helpers import classification_data, dense_net  # noqa: E402
 from test_live_health import LossTimesBump, bumps, events  # noqa: E402
@@ -120,7 +121,15 @@ def servers():
 def test_bad_destinations_are_refused_at_construction(tmp_path, entry, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
                        .replace("]", r"\]")):
-        TrainMonitor(str(tmp_path), live_health={"notify": [entry]})
+        TrainMonitor(str(tmp_path), health=LiveHealth(notify=[entry]))
+
+
+def test_the_previous_releases_keyword_takes_notify_too(tmp_path):
+    with pytest.warns(FutureWarning):
+        monitor = TrainMonitor(str(tmp_path), live_health={"notify": ["http://127.0.0.1:9/hook"], "stall_s": 60})
+    (d,) = monitor.settings.notify
+    assert d.url == "http://127.0.0.1:9/hook" and monitor.settings.live_health["stall_s"] == 60
+    assert "hook" not in repr(d)                              # a webhook's path holds its token: never shown
 
 
 def test_url_from_an_environment_variable(monkeypatch):
@@ -224,10 +233,10 @@ def test_a_4xx_answer_is_not_retried(servers):
 
 
 # -- a real training ----------------------------------------------------------------------------------------------------
-def _train(logdir, live_health):
+def _train(logdir, health):
     net = dense_net()
     opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
-    monitor = TrainMonitor(str(logdir), collect_freq=4, registry=None, live_health=live_health)
+    monitor = TrainMonitor(str(logdir), collect_freq=4, health=health)
     bump = bumps(at=10)
     started = time.perf_counter()
     Model(MonitoredTrainCell(LossTimesBump(net), opt)).train(
@@ -243,8 +252,8 @@ def test_training_posts_its_live_finding_and_is_never_held_up(tmp_path, servers,
     _train(tmp_path / "warm", True)                         # compiled once, so the two timings compare
     quiet = _train(tmp_path / "quiet", True)
     # A hanging server with 5 s timeouts and 3 retries would hold a blocking sender for about 27 s.
-    noisy = _train(tmp_path / "noisy", {"notify": ["env:TBMS_TEST_HOOK", {"url": hang.url, "timeout": 5},
-                                                   {"url": refused, "format": "wecom"}]})
+    noisy = _train(tmp_path / "noisy", LiveHealth(notify=["env:TBMS_TEST_HOOK", {"url": hang.url, "timeout": 5},
+                                                          {"url": refused, "format": "wecom"}]))
     assert noisy < quiet + 4.0, (noisy, quiet)               # close() waits at most 3 s for queued posts
     (e,) = events(tmp_path / "noisy")
     deadline = time.time() + 10

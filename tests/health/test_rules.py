@@ -422,9 +422,9 @@ def test_landscape_only_run_has_no_finding():
 
 
 def _write_landscape_run(run_dir, info=None):
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
     from tb_plugin_mindspore.landscape import landscape_record
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     z = np.array([[3.0, 2.0, 3.5], [2.5, 1.0, 2.0], [3.1, 2.2, 3.0]])
     record = landscape_record([-1, 0, 1], [-1, 0, 1], z, "random", center=(0, 0, 1.0))
@@ -437,7 +437,7 @@ def _write_landscape_run(run_dir, info=None):
 def test_check_reports_nothing_for_landscape_only_runs(tmp_path, capsys):
     """Landscapes written in this plugin's format in runs of their own (as compute_landscape(logdir=...) does, and
     with run information as convert writes it) next to a training run: check speaks only of the training run."""
-    from tb_plugin_mindspore.health import cli
+    from tb_plugin_mindspore.commands import check as cli
 
     from health_helpers import write_event_run
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import hostile
 from tb_harness import PREFIX, App
 
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 
 HOSTILE_RUN = "<img src=x onerror=alert(1)>"
@@ -38,7 +38,7 @@ STATIC = ["/index.js", "/static/index.js", "/static/../plugin.py", "/static/%2e%
 
 @pytest.fixture(scope="module")
 def fuzz_logdir(tmp_path_factory):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("fuzz") / "logs"
     for run in ("ev", HOSTILE_RUN):

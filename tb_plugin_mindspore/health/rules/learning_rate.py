@@ -16,6 +16,7 @@ import numpy as np
 from .. import detectors
 from .base import ERROR, WARN, Finding, rule
 from .common import diverged_at, finite, fmt
+from .run_state import progress
 
 CONSTANT, SCHEDULE, DYNAMIC = "constant", "schedule", "dynamic"
 _CONSTANT_WORDS = frozenset({"constant", "const", "fixed", "none", "flat", "off", "false", "no", "null", ""})
@@ -275,8 +276,6 @@ def _warmup_declared(run):
       "The learning rate is still rising at the end of the run: the warm-up never ended.",
       min_rise=0.1, tail_frac=0.25, min_points=8, min_progress=0.5)
 def lr_warmup_unfinished(run, cfg):
-    from .run_state import progress
-
     pts = finite(run.get("learning_rate"), cfg["min_points"])
     if pts is None:
         return []

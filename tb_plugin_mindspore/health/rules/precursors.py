@@ -5,6 +5,7 @@ failure it announces) is measured by the health corpus (RULES.md)."""
 
 import numpy as np
 
+from ... import metadata
 from .. import detectors
 from .base import INFO, Finding, rule
 from .common import finite, fmt, layer_list
@@ -49,8 +50,6 @@ def attention_logit_growth(run, cfg):
 def _grad_rms(run):
     """``(tag, steps, names, rms matrix)``: per-layer gradient RMS ||g|| / sqrt(size) from the per-layer gradient norms
     (debug tier or flight recorder) and the layer sizes of run information; None without either."""
-    from ... import metadata
-
     sizes = (run.info or {}).get("layer_sizes") if isinstance(run.info, dict) else None
     if not isinstance(sizes, dict) or not sizes:
         return None

@@ -4,6 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import INFO, WARN, Finding, rule
+from .cluster import cluster_of
 from .common import Points, finite, fmt
 
 
@@ -45,8 +46,6 @@ def input_bound(run, cfg):
 def _rank_waits(run):
     """``("", steps, data wait ms, step time ms)`` of the run's own rank from its rank statistics file (every rank
     records both at every core point, debug tier or not), or None."""
-    from .cluster import cluster_of
-
     data = cluster_of(run)
     if data is None:
         return None
