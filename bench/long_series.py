@@ -202,7 +202,8 @@ def builder_cpu_ms(long_dir, windows, reps):
     encoding and compressing each window's answer in this process, from the plugin's own read of the run."""
     from tb_plugin_mindspore.answers import encode
     from tb_plugin_mindspore.answers import scalars as scalar_answer
-    from tb_plugin_mindspore.sources import event_series, timeline
+    from tb_plugin_mindspore.sources import event_series
+    from tb_plugin_mindspore.sources.logdir import band_of_rows
 
     events = event_series.EventSeries(long_dir)
     events.want("run")
@@ -210,7 +211,7 @@ def builder_cpu_ms(long_dir, windows, reps):
         pass
     steps, walls, values, pyr = events.series("run", TAG).final()
     isteps, _, rows, _ = events.interval("run", TAG).final()
-    series = scalar_answer.Timeline(steps, walls, values, pyr, band=timeline.band_of_rows(isteps, rows))
+    series = scalar_answer.Timeline(steps, walls, values, pyr, band=band_of_rows(isteps, rows))
     out = {}
     for f, (lo, hi) in windows:
         times = []

@@ -6,7 +6,6 @@ from mindspore.train import Callback
 from tb_plugin_mindspore import metadata
 
 from .common.util import cb_get, find_cell, find_optimizer, logger
-from .cells.layers import DEFAULT_MAX_LAYERS
 from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, Recorder, default_recorders
 from .recorders.options import from_keywords
 from .recorders.settings import DEBUG_ITEMS
@@ -73,9 +72,9 @@ class TrainMonitor(Callback):
     ``update_ratio`` (||w_after - w_before|| / ||w_before|| per layer over the real optimizer step; only at the
     multiples of ``Debug.every``, where the weights were kept before the step),
     ``layer_grad_norm`` (needs a MonitoredTrainCell), ``activations`` (histograms of the outputs of the top-level
-    blocks on ``Debug(activation_samples=)`` samples of the step's batch) and ``data_wait`` (milliseconds the step waited
-    for its batch: time from the previous step's end, or the epoch's start for its first step, to this step's
-    start; monitoring and epoch-end work are left out).
+    blocks on ``Debug(activation_samples=)`` samples of the step's batch) and ``data_wait`` (milliseconds the step
+    waited for its batch: time from the previous step's end, or the epoch's start for its first step, to this
+    step's start; monitoring and epoch-end work are left out).
 
     Loss, gradient norm and their interval statistics come from a :class:`MonitoredTrainCell` in the training
     network (computed inside the compiled step; nothing is copied to the host between two points). Without one,

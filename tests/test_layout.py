@@ -281,3 +281,20 @@ def test_frontend_imports_go_down_the_ladder():
     edges = [(a, b) for a, b, _ in js_imports()]
     cycle = _cycle(edges)
     assert cycle is None, "frontend import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.skipif(not os.path.isdir(SRC), reason="no frontend sources")
+def test_every_client_of_the_routes_is_in_api():
+    """A section's requests go through its client in ``frontend/src/api/`` (README: where a new section goes)."""
+    outside = []
+    for dirpath, _, filenames in os.walk(SRC):
+        rel_dir = os.path.relpath(dirpath, SRC).replace(os.sep, "/")
+        if rel_dir == "api" or rel_dir.startswith("api/"):
+            continue
+        for f in filenames:
+            if f.endswith(".js"):
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        if re.search(r"\b(fetch|getJson|XMLHttpRequest)\s*\(", line):
+                            outside.append("frontend/src/%s/%s:%d" % (rel_dir, f, n))
+    assert not outside, "requests outside frontend/src/api/: %s" % outside

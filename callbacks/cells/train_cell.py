@@ -26,14 +26,18 @@ from mindspore.ops import composite as C
 from ..common.util import lr_groups
 from .flight_ring import read_ring, ring_parameters, ring_write
 
-__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS"]
+__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS", "STAT_ROWS", "MARK_FIELDS"]
 
-# Order of the accumulator columns (one row per monitored quantity).
+# Order of the accumulator columns (one row per monitored quantity): contract.interval.ACCUMULATOR_FIELDS.
 STAT_FIELDS = ("min", "max", "sum", "finite", "nonfinite")
-# Rows of the accumulator matrix / first entries of the "last" vector.
-_ROW_LOSS = 0
-_ROW_GRAD_NORM = 1
-_N_ROWS = 2
+# The monitored quantities: rows of the accumulator and marks matrices, first entries of the "last" vector (the
+# learning rates of the groups follow).
+STAT_ROWS = ("loss", "grad_norm")
+# Columns of the marks matrix: 1-based offsets in the interval of the first non-finite value and of the maximum.
+MARK_FIELDS = ("first_nonfinite", "max")
+_ROW_LOSS = STAT_ROWS.index("loss")
+_ROW_GRAD_NORM = STAT_ROWS.index("grad_norm")
+_N_ROWS = len(STAT_ROWS)
 
 _square_sum = C.MultitypeFuncGraph("tbms_square_sum")
 

@@ -30,6 +30,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from tb_plugin_mindspore.contract import interval as interval_contract
+
 __all__ = ["Interval", "StepRecord", "RunContext", "Recorder", "due", "POINTS"]
 
 # Kinds of points a record can be due for (``StepRecord.due``).
@@ -41,31 +43,11 @@ def due(last, step, freq):
     return step // freq > last // freq
 
 
-@dataclass
-class Interval:
-    """Statistics of one quantity over the steps of an interval (between two core points).
-
-    ``min`` / ``mean`` / ``max`` are over finite values only (NaN when none); ``count`` is every step, ``nonfinite``
-    the NaN / Inf ones. ``first_nonfinite_step`` / ``max_step``: the step of the first non-finite value and of the
-    maximum, when known (None otherwise).
-    """
-
-    min: float = math.nan
-    mean: float = math.nan
-    max: float = math.nan
-    count: int = 0
-    nonfinite: int = 0
-    first_nonfinite_step: Optional[int] = None
-    max_step: Optional[int] = None
-
-    def fields(self):
-        """``(min, mean, max, count, nonfinite)`` as in ``metadata.INTERVAL_FIELDS`` (what the writer takes)."""
-        return self.min, self.mean, self.max, self.count, self.nonfinite
-
-    @property
-    def upper(self):
-        """The largest finite value seen (NaN when none): the envelope health rules read."""
-        return self.max
+# The one interval type, end to end (``tb_plugin_mindspore.contract.interval.IntervalStats``): ``min`` / ``mean`` /
+# ``max`` over finite values only (NaN when none), ``count`` every step, ``nonfinite`` the NaN / Inf ones, and what
+# training also knows: ``first_nonfinite_step`` / ``max_step`` (the steps of the first non-finite value and of the
+# maximum, None when unknown); ``fields()`` is what the writer takes, ``upper`` the envelope health rules read.
+Interval = interval_contract.IntervalStats
 
 
 class HostInterval:
@@ -101,7 +83,7 @@ class HostInterval:
     def interval(self):
         if self._finite:
             return Interval(self._min, self._sum / self._finite, self._max, self.count, self._nonfinite,
-                            self._first_bad, self._max_step)
+                            first_nonfinite_step=self._first_bad, max_step=self._max_step)
         return Interval(count=self.count, nonfinite=self._nonfinite, first_nonfinite_step=self._first_bad)
 
     def fields(self):

@@ -152,7 +152,7 @@ class LiveHealthRecorder(Recorder):
         return [_Finding(rule, severity, at, template % (lh.fmt(value), at, lh.fmt(ratio), lh.fmt(before)))]
 
     def _nonfinite(self, r, bad):
-        first = min((b[2] for b in bad if b[2] is not None), default=r.first_step or r.step)
+        first = min((s for _, _, s in bad if s is not None), default=r.first_step or r.step)
         where = " and ".join("%s (%d step(s)%s)" % (what, n, ", first at step %d" % s if s is not None else "")
                              for what, n, s in bad)
         message = "NaN/Inf since step %d in the %s" % (first, where)

@@ -21,10 +21,13 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
 
+from tb_plugin_mindspore.contract import interval as interval_contract
+
 from ..common.util import host_learning_rates, loss_value
 from ..cells.flight_ring import read_ring, ring_parameters, ring_write
 from ..cells.train_cell import (
-    _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update, norm_plan, reset_parameter,
+    MARK_FIELDS, STAT_ROWS, _empty_marks, _empty_stats, grad_norms, interval_marks, interval_update, norm_plan,
+    reset_parameter,
 )
 from .base import HostInterval, Interval
 
@@ -32,26 +35,33 @@ __all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", 
 
 
 def interval_from_row(row, marks=None, first_step=None):
-    """An :class:`Interval` from one row of the cell's statistics (columns ``train_cell.STAT_FIELDS``) and its
-    marks (1-based offsets in the interval of the first non-finite value and of the maximum; 0 = none)."""
-    minimum, maximum, total, finite, nonfinite = (float(v) for v in row[:5])
-    first_bad = max_step = None
+    """An :class:`Interval` from one row of the cell's accumulator (columns ``train_cell.STAT_FIELDS``, the contract's
+    ``ACCUMULATOR_FIELDS``) and its marks (columns ``train_cell.MARK_FIELDS``: 1-based offsets in the interval of the
+    first non-finite value and of the maximum; 0 = none)."""
+    steps = dict.fromkeys(MARK_FIELDS)
     if marks is not None and first_step is not None:
-        if marks[0] >= 1:
-            first_bad = int(first_step + marks[0] - 1)
-        if marks[1] >= 1:
-            max_step = int(first_step + marks[1] - 1)
-    if finite > 0:
-        return Interval(minimum, total / finite, maximum, int(finite + nonfinite), int(nonfinite), first_bad, max_step)
-    return Interval(count=int(finite + nonfinite), nonfinite=int(nonfinite), first_nonfinite_step=first_bad)
+        for name, offset in zip(MARK_FIELDS, marks):
+            if offset >= 1:
+                steps[name] = int(first_step + offset - 1)
+    return interval_contract.from_accumulator(row, first_nonfinite_step=steps["first_nonfinite"],
+                                              max_step=steps["max"])
 
 
-def _fill(record, stats, last, marks, lrs):
-    record.loss = float(last[0])
-    record.grad_norm = float(last[1])
-    record.lrs = tuple(float(v) for v in lrs)
-    record.loss_interval = interval_from_row(stats[0], marks[0] if marks is not None else None, record.first_step)
-    record.grad_interval = interval_from_row(stats[1], marks[1] if marks is not None else None, record.first_step)
+def _rows(names):
+    """``{quantity: row index}`` of statistics whose rows are ``names`` (their accumulator, marks and last values)."""
+    return {name: i for i, name in enumerate(names)}
+
+
+def _fill(record, stats, last, marks):
+    """A MonitoredTrainCell's statistics (rows ``train_cell.STAT_ROWS``) into ``record``."""
+    row = _rows(STAT_ROWS)
+    record.loss = float(last[row["loss"]])
+    record.grad_norm = float(last[row["grad_norm"]])
+    record.lrs = tuple(float(v) for v in last[len(row):])     # the groups' learning rates follow the quantities
+    for name, field_ in (("loss", "loss_interval"), ("grad_norm", "grad_interval")):
+        i = row[name]
+        setattr(record, field_, interval_from_row(stats[i], marks[i] if marks is not None else None,
+                                                  record.first_step))
 
 
 class CellSource:
@@ -74,7 +84,7 @@ class CellSource:
     def read(self, record):
         stats, last = self.cell.read_and_reset()
         marks, guard = self.cell.read_marks()
-        _fill(record, stats, last, marks, last[2:])
+        _fill(record, stats, last, marks)
         local = getattr(self.cell, "local_grad_norm", None)
         record.local_grad_norm = local() if local is not None else None
         state = self.cell.loss_scale_state()
@@ -150,6 +160,8 @@ class LoopStats(nn.Cell):
     """In-graph accumulators of the gradient statistics of a hand-written loop (as ``MonitoredTrainCell`` keeps
     them inside the training step): the interval of the global gradient norm, its marks and last value, the
     tracked layers' norms and the flight ring. The loss is kept on the host (:class:`LoopSource`)."""
+
+    STAT_ROWS = ("grad_norm",)   # the one monitored quantity: rows of tbms_loop_stats / _marks / _last
 
     def __init__(self, grad_shapes):
         super().__init__(auto_prefix=False)
@@ -307,8 +319,9 @@ class LoopSource:
         record.loss = self._last_loss
         record.loss_interval = loss.interval()
         if self.cell._has_grads:
-            record.grad_norm = float(last[0])
-            record.grad_interval = interval_from_row(stats[0], marks[0], record.first_step)
+            i = _rows(LoopStats.STAT_ROWS)["grad_norm"]
+            record.grad_norm = float(last[i])
+            record.grad_interval = interval_from_row(stats[i], marks[i], record.first_step)
         else:
             record.grad_norm = math.nan
             record.grad_interval = Interval(count=steps, nonfinite=steps)

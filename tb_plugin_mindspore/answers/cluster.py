@@ -19,7 +19,6 @@ import os
 import numpy as np
 from tensorboard import errors
 
-from .. import metadata
 from . import encode
 from ..sources import series_cache
 from ..sources.cluster_ranks import (  # noqa: F401

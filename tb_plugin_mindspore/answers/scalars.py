@@ -12,7 +12,7 @@ to the millisecond; ``scalars`` sends them unrounded.
 
 The builder
 -----------
-A series is a ``sources.timeline.Timeline`` wherever it was read (``Sources.series``): the final timeline's steps,
+A series is a ``sources.logdir.Timeline`` wherever it was read (``Sources.series``): the final timeline's steps,
 wall times and values, its min/max pyramid, its restarts and superseded points, its interval band. :func:`body`
 answers any step window of it (``x_min`` / ``x_max``, default the whole series) on ``width`` pixel columns with the
 M4 points of each column (first, last, min, max, first NaN/Inf), so every spike and NaN of the window is in the
@@ -29,7 +29,7 @@ from .. import metadata
 from ..contract import interval as interval_contract
 from ..contract import vocabulary
 from ..sources import pyramid, series_cache
-from ..sources.timeline import Superseded, Timeline, from_points  # noqa: F401  (the answer's input)
+from ..sources.logdir import Superseded, Timeline, from_points  # noqa: F401  (the answer's input)
 from . import encode
 
 SCALARS_PLUGIN = "scalars"
@@ -141,9 +141,8 @@ class ScalarsBatch:
             got = series.get(tag)
             if got is None:
                 continue
-            body = body(run, tag, got, max_points, window=window, with_superseded=with_superseded,
-                                      rounded=rounded)
-            out[tag] = self._cache.put(self._key(run, tag, how), tokens[(run, tag)], encode.dumps(body))
+            answer = body(run, tag, got, max_points, window=window, with_superseded=with_superseded, rounded=rounded)
+            out[tag] = self._cache.put(self._key(run, tag, how), tokens[(run, tag)], encode.dumps(answer))
         return out
 
 

@@ -25,20 +25,41 @@ from . import _tensors
 FIELDS = metadata.INTERVAL_FIELDS                                   # ("min", "mean", "max", "count", "nonfinite")
 ACCUMULATOR_FIELDS = ("min", "max", "sum", "finite", "nonfinite")    # the in-graph accumulator row
 ROW_FIELDS = ("step",) + FIELDS                                     # a row of the JSON routes
+# What the training side knows besides FIELDS (not written): the steps of the first non-finite value and of the
+# maximum, None when unknown.
+MARKS = ("first_nonfinite_step", "max_step")
 
-IntervalStats = collections.namedtuple("IntervalStats", FIELDS)
+
+class IntervalStats(collections.namedtuple("IntervalStats", FIELDS + MARKS,
+                                           defaults=(math.nan, math.nan, math.nan, 0, 0, None, None))):
+    """The one interval type, end to end: :data:`FIELDS` (what is written and read back) and :data:`MARKS` (what
+    the recorders also know while training; None after a read)."""
+
+    __slots__ = ()
+
+    def fields(self):
+        """The values of :data:`FIELDS`, in order (what the writer writes)."""
+        return tuple(getattr(self, f) for f in FIELDS)
+
+    @property
+    def upper(self):
+        """The largest finite value seen (NaN when none): the envelope the health rules read."""
+        return self.max
+
 IntervalTable = collections.namedtuple("IntervalTable", ("steps",) + FIELDS)
 IntervalTable.__doc__ = "A series of interval statistics as numpy columns, sorted by step."
 
 
-def from_accumulator(row):
-    """:class:`IntervalStats` from one accumulator row (:data:`ACCUMULATOR_FIELDS`, any sequence of 5 numbers)."""
+def from_accumulator(row, first_nonfinite_step=None, max_step=None):
+    """:class:`IntervalStats` from one accumulator row (:data:`ACCUMULATOR_FIELDS`, any sequence of 5 numbers) and
+    the steps the marks give (``max_step`` is dropped when the interval has no finite value)."""
     acc = dict(zip(ACCUMULATOR_FIELDS, (float(v) for v in row)))
     finite, nonfinite = acc["finite"], acc["nonfinite"]
     count = int(finite + nonfinite)
     if finite > 0:
-        return IntervalStats(acc["min"], acc["sum"] / finite, acc["max"], count, int(nonfinite))
-    return IntervalStats(math.nan, math.nan, math.nan, count, int(nonfinite))
+        return IntervalStats(acc["min"], acc["sum"] / finite, acc["max"], count, int(nonfinite), first_nonfinite_step,
+                             max_step)
+    return IntervalStats(count=count, nonfinite=int(nonfinite), first_nonfinite_step=first_nonfinite_step)
 
 
 def stats(minimum, mean, maximum, count, nonfinite):
@@ -57,7 +78,7 @@ def value(scalar_tag, interval_stats):
     return summary_pb2.Summary.Value(
         tag=metadata.interval_tag(scalar_tag),
         metadata=metadata.create_summary_metadata(metadata.KIND_INTERVAL, fields=list(FIELDS), of=scalar_tag),
-        tensor=_tensors.numeric([float(v) for v in interval_stats]),
+        tensor=_tensors.numeric([float(v) for v in IntervalStats(*interval_stats).fields()]),
     )
 
 
@@ -73,7 +94,8 @@ def decode(array):
     values = _tensors.floats(array)
     if values is None or values.size != len(FIELDS):
         return None
-    return IntervalStats(*(float(v) for v in values[:3]), int(values[3]), int(values[4]))
+    v = dict(zip(FIELDS, values.tolist()))
+    return IntervalStats(float(v["min"]), float(v["mean"]), float(v["max"]), int(v["count"]), int(v["nonfinite"]))
 
 
 def table(steps, values):

@@ -1,4 +1,4 @@
-"""One door for the data of a logdir: :class:`Sources`.
+"""One door for the data of a logdir: :class:`Sources`, and what it answers for one series: :class:`Timeline`.
 
 Every reader of points (the scalar answers, the Health panel, ``tb-mindspore check`` and ``report``) holds one
 ``Sources`` and asks it; none picks a reader itself. Behind the door, per series, best first:
@@ -14,13 +14,20 @@ The interface (a request binds its context first: ``sources.bind(ctx, experiment
 * listings: :meth:`runs`, :meth:`last_scalars` (``{run: {tag: last point}}``), :meth:`tensor_listing`
   (``{run: {tag: tensor time series}}`` of a plugin's tensors), :meth:`histogram_listing`;
 * freshness: :meth:`token` (changes whenever a series or its band gets new points, and when the door changes);
-* series: :meth:`series` / :meth:`many` (a ``timeline.Timeline``: the final timeline with its restarts and its
+* series: :meth:`series` / :meth:`many` (a :class:`Timeline`: the final timeline with its restarts and its
   interval band, named fields), :meth:`points` (every point TensorBoard's provider holds, for any plugin's
   series), :meth:`records` (our JSON records: run information, health events, the run end marker);
 * what was left out: :meth:`warnings` (damaged ``*_MS`` records, unreadable files).
 
+A :class:`Timeline` is what one scalar series is made of wherever it was read: the final timeline's steps
+(ascending), wall times and values, its min/max pyramid (``pyramid.py``), where the run restarted
+(``series_store.py``'s restart rule) and, asked for only when shown, the points those restarts superseded; with its
+interval band (``contract.interval.IntervalTable``, by name) when the run recorded one.
+
 ``provider``, ``ms``, ``multiplexer`` and ``logdir`` stay readable for the answers that serve TensorBoard's other
-kinds (histograms, landscapes, images, lineage).
+kinds (histograms, landscapes, images, lineage). How the commands load a logdir whole is :meth:`Sources.for_logdir`
+alone (today TensorBoard's Python loader keeping every point, merged with the ``*_MS`` reader): a faster reader
+goes there, and ``check`` and ``report`` follow.
 """
 
 import collections
@@ -33,7 +40,8 @@ from tensorboard.data import provider as tb_provider
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..io import fs
-from . import event_series, ms_provider, points, series_cache, timeline
+from . import event_series, ms_provider, points, series_cache
+from . import pyramid as pyramid_module
 from .logdir_status import is_ms_summary_file
 
 logger = logging.getLogger(__name__)
@@ -47,6 +55,51 @@ EVENTS, MS, PROVIDER = "events", "ms", "provider"
 Door = collections.namedtuple("Door", "name version band_version", defaults=(None, None))
 # A series' freshness token: its last point as TensorBoard lists it, its band's, and the door.
 Token = collections.namedtuple("Token", "step wall_time band door")
+
+
+# -- what one series is made of, wherever it was read -------------------------------------------------------------
+# One part of a series that a restart superseded: where it came from, its steps, wall times and values.
+Superseded = collections.namedtuple("Superseded", "source steps walls values")
+
+
+class Timeline:
+    """A series' final timeline (see the module doc). ``restarts``: ``[{"step", "superseded_points", "source"}]``;
+    ``superseded``: a function returning ``[Superseded]``; ``band``: an ``IntervalTable`` sorted by step, or None."""
+
+    __slots__ = ("steps", "walls", "values", "pyramid", "restarts", "superseded", "band")
+
+    def __init__(self, steps, walls, values, pyramid_=None, restarts=(), superseded=None, band=None):
+        self.steps, self.walls, self.values = steps, walls, values
+        self.pyramid = pyramid_ if pyramid_ is not None else pyramid_of(values)
+        self.restarts = list(restarts)
+        self.superseded = superseded or (lambda: [])
+        self.band = band
+
+    def with_band(self, band):
+        """This timeline with ``band`` (an ``IntervalTable`` or None) as its interval band."""
+        return Timeline(self.steps, self.walls, self.values, self.pyramid, self.restarts, self.superseded, band)
+
+
+def pyramid_of(values):
+    p = pyramid_module.Pyramid()
+    p.extend(np.asarray(values))
+    return p
+
+
+def from_points(steps, walls, values, band=None):
+    """A Timeline of points in any order (a data provider's sample): sorted by step, then wall time."""
+    steps = np.asarray(steps, dtype=np.int64)
+    walls = np.asarray(walls, dtype=np.float64)
+    order = np.lexsort((walls, steps))
+    return Timeline(steps[order], walls[order], np.asarray(values, dtype=np.float64)[order], band=band)
+
+
+def band_of_rows(steps, rows):
+    """The ``IntervalTable`` of stored interval rows: ``steps`` and an ``(n, 5)`` matrix whose columns are
+    ``contract.interval.FIELDS`` in order (the layout ``series_store`` keeps them in); the columns are views."""
+    if steps is None or not np.asarray(steps).size:
+        return None
+    return interval_contract.IntervalTable(steps, *(rows[:, i] for i in range(len(interval_contract.FIELDS))))
 
 
 class Sources:
@@ -189,7 +242,7 @@ class Sources:
 
     # -- series --------------------------------------------------------------------------------------------------
     def series(self, run, tag):
-        """The :class:`~.timeline.Timeline` of one scalar series (with its band), or None."""
+        """The :class:`Timeline` of one scalar series (with its band), or None."""
         return self.many(run, [tag]).get(tag)
 
     def many(self, run, tags, tokens=None):
@@ -222,10 +275,10 @@ class Sources:
         band, stored = None, self.events.interval(run, tag)
         if stored is not None:
             isteps, _, rows, _ = stored.final()
-            band = timeline.band_of_rows(isteps, rows)
-        return timeline.Timeline(
+            band = band_of_rows(isteps, rows)
+        return Timeline(
             steps, walls, values, pyramid, restarts=[r.to_json() for r in series.restarts()],
-            superseded=lambda: [timeline.Superseded(*part) for part in series.superseded()], band=band)
+            superseded=lambda: [Superseded(*part) for part in series.superseded()], band=band)
 
     def _from_ms(self, run, tag):
         ms = self.ms
@@ -238,13 +291,13 @@ class Sources:
         steps, walls, values = arrays
         order = np.argsort(steps, kind="stable")
         restarts, superseded = ms.restarts_of(run, tag)
-        return timeline.Timeline(steps[order], walls[order], values[order], restarts=restarts,
-                                 superseded=lambda: [timeline.Superseded(*part) for part in superseded()])
+        return Timeline(steps[order], walls[order], values[order], restarts=restarts,
+                                 superseded=lambda: [Superseded(*part) for part in superseded()])
 
     def _from_provider(self, run, tags):
         data = self.points(SCALARS_PLUGIN, {run: list(tags)}, scalar=True).get(run, {})
         bands = self._provider_bands(run, [t for t in tags if t in data])
-        return {tag: timeline.from_points(pts.steps, pts.walls, pts.values, band=bands.get(tag))
+        return {tag: from_points(pts.steps, pts.walls, pts.values, band=bands.get(tag))
                 for tag, pts in data.items()}
 
     def _provider_bands(self, run, tags):

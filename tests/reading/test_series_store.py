@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.sources import pyramid, series_store, timeline
+from tb_plugin_mindspore.sources import pyramid, series_store
+from tb_plugin_mindspore.sources.logdir import band_of_rows
 from tb_plugin_mindspore.answers import scalars as scalar_answer
 
 
@@ -100,7 +101,7 @@ def test_window_of_a_million_points_under_100_ms():
     pyr = pyramid.Pyramid()
     pyr.extend(values)
     series = scalar_answer.Timeline(steps.astype(np.int32), steps.astype(np.float64), values, pyr)
-    band = timeline.band_of_rows(steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
+    band = band_of_rows(steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
     timings = []
     for lo, hi in [(None, None), (int(steps[100_000]), int(steps[900_000])), (int(steps[499_000]), int(steps[501_000]))]:
         start = time.process_time()

@@ -200,7 +200,8 @@ export function batchUrl(runs, tags, maxPoints = DEFAULT_MAX_POINTS) {
 /** Bit pattern of a cell without a recorded value in a "bf16-planes" block (a NaN that no float rounds to). */
 export const MISSING_BITS = 0x7fff;
 
-function base64ToBytes(text) {
+/** The bytes of a base64 text (a "bf16-planes" block). */
+export function base64ToBytes(text) {
   const bin = atob(text);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);

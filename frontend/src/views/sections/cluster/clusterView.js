@@ -5,7 +5,7 @@
 // the logdir holds a cluster; refreshed with the dashboard. Rank and node names only ever reach the page as text.
 
 import css from "./cluster.css?inline";
-import { decodeBf16Planes, decodeNumber, decodeRows, getJson } from "../../../api/client.js";
+import { fetchCluster, fetchClusterRank, fetchClusters } from "../../../api/cluster.js";
 import { makeScale, lutCss } from "../../../chart/colorScale.js";
 import { formatStep, formatValue } from "../../../chart/format.js";
 import { HeatmapCanvas } from "../../../chart/heatmap.js";
@@ -26,45 +26,6 @@ export function injectClusterStyles() {
   style.id = "ms-cluster-styles";
   style.textContent = css;
   document.head.appendChild(style);
-}
-
-function base64ToBytes(text) {
-  const bin = atob(text);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-/** A cluster answer with its matrix decoded (rows = ranks in node order, cols = steps). */
-export function normalizeCluster(body) {
-  const shape = Array.isArray(body.shape) ? body.shape : [0, 0];
-  const rows = Number(shape[0]) || 0;
-  const cols = Number(shape[1]) || 0;
-  let decoded = { values: new Float32Array(rows * cols).fill(NaN), missing: new Uint8Array(rows * cols).fill(1) };
-  if (body.encoding === "bf16-planes" && typeof body.values === "string" && rows * cols > 0) {
-    decoded = decodeBf16Planes(base64ToBytes(body.values), rows * cols);
-  }
-  const ranks = Array.isArray(body.ranks) ? body.ranks : [];
-  return {
-    run: String(body.run),
-    metric: String(body.metric),
-    title: String(body.display_name || body.metric),
-    unit: body.unit ? String(body.unit) : "",
-    scale: ["log", "linear"].includes(body.scale) ? body.scale : "linear",
-    ranks: ranks.map((r) => ({
-      rank: Number(r.rank),
-      node: r.node ? String(r.node) : "",
-      lastStep: r.last_step === null || r.last_step === undefined ? null : Number(r.last_step),
-    })),
-    lastStep: body.last_step === null || body.last_step === undefined ? null : Number(body.last_step),
-    steps: Array.isArray(body.steps) ? body.steps.map(decodeNumber) : [],
-    totalSteps: Number(body.total_steps) || 0,
-    downsampled: Boolean(body.downsampled),
-    rows,
-    cols,
-    values: decoded.values,
-    missing: decoded.missing,
-  };
 }
 
 /** Rows of the heatmap: a blank row before each node's ranks (its label), then one row per rank. */
@@ -142,7 +103,7 @@ class ClusterSection {
   async refresh() {
     let body;
     try {
-      body = await getJson("clusters", {});
+      body = await fetchClusters();
     } catch (e) {
       this.element.hidden = true;
       return;
@@ -184,7 +145,7 @@ class ClusterSection {
     const t0 = performance.now();
     let data;
     try {
-      data = normalizeCluster(await getJson("cluster", { run, metric, max_steps: MAX_STEPS }));
+      data = await fetchCluster(run, metric, MAX_STEPS);
     } catch (e) {
       if (gen !== this.generation) return;
       this.card.dataset.state = "error";
@@ -326,11 +287,11 @@ class ClusterSection {
     const { run, metric } = this;
     const series = await Promise.all(
       this.curves.map((rank, i) =>
-        getJson("cluster", { run, metric, rank })
-          .then((body) => ({
+        fetchClusterRank(run, metric, rank)
+          .then((points) => ({
             run: `rank ${rank}`,
             color: CURVE_COLORS[i % CURVE_COLORS.length],
-            data: { run: `rank ${rank}`, tag: metric, total_points: (body.points || []).length, downsampled: false, points: decodeRows(body.points), interval: null },
+            data: { run: `rank ${rank}`, tag: metric, total_points: points.length, downsampled: false, points, interval: null },
           }))
           .catch(() => null),
       ),
