@@ -63,6 +63,12 @@ def _comparable(report):
     return out
 
 
+def _diff(got, expected):
+    """The findings one side has and the other has not (readable in a failure)."""
+    a, b = set(expected.get("long", [])), set(got.get("long", []))
+    return {"only in check": sorted(a - b), "only here": sorted(b - a)}
+
+
 def _get(url):
     with urllib.request.urlopen(url, timeout=60) as r:
         return json.loads(r.read().decode("utf-8"))
@@ -85,7 +91,7 @@ def test_panel_check_and_report_agree_on_a_run_longer_than_the_sample(tmp_path):
             if panel == expected:
                 break
             time.sleep(1.0)
-    assert panel == expected
+    assert panel == expected, _diff(panel, expected)
 
     out = tmp_path / "report.html"
     proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
@@ -95,5 +101,6 @@ def test_panel_check_and_report_agree_on_a_run_longer_than_the_sample(tmp_path):
     start = html.index('<script type="application/json" id="ms-report-data">') + len(
         '<script type="application/json" id="ms-report-data">')
     data = json.loads(html[start:html.index("</script>", start)])
-    assert _comparable(data["routes"]["health"]) == expected
+    reported = _comparable(data["routes"]["health"])
+    assert reported == expected, _diff(reported, expected)
     assert os.path.getsize(out) > 0
