@@ -453,7 +453,9 @@ def _monitor_kwargs(spec, total, hparams, live):
 
 
 def _eval_every(spec, total):
-    return max(spec.collect_freq, total // 12 // spec.collect_freq * spec.collect_freq)
+    """About 8 evaluations a run (12 for overfitting's longer runs), on core points."""
+    return max(spec.collect_freq, total // (12 if spec.case == "overfitting" else 8) // spec.collect_freq
+               * spec.collect_freq)
 
 
 def _loss_fn():
@@ -540,6 +542,25 @@ def _train_model(spec, net, run_dir, total, plan, live):
     return inject.last if inject.last < total else None
 
 
+class GradStep:
+    """Builds ``value_and_grad(loss_net, None, weights)`` inside a cell (GRAPH_MODE loops; see ``_train_loop``)."""
+
+    def __new__(cls, loss_net, weights):
+        import mindspore as ms
+        from mindspore import nn
+
+        class _Step(nn.Cell):
+            def __init__(self):
+                super().__init__(auto_prefix=False)
+                self.loss_net = loss_net
+                self.grad = ms.value_and_grad(loss_net, None, weights)
+
+            def construct(self, a, b):
+                return self.grad(a, b)
+
+        return _Step()
+
+
 def _loop_batches(spec, x, y, total):
     """The loop's batches as users take them: a MindSpore dataset's tuple iterator, epoch after epoch (its pipeline
     prefetches; input_bound's generator sleeps SLOW_BATCH_S a batch, as in ``Model.train``)."""
@@ -562,12 +583,11 @@ def _loop_batches(spec, x, y, total):
 
 def _train_loop(spec, net, run_dir, total, plan, live):
     import mindspore as ms
-    from mindspore import Tensor
+    import mindspore.dataset as ds
+    from mindspore import Tensor, nn
 
     from tb_mindspore_callbacks import LoopMonitor
     from tb_plugin_mindspore import metadata
-
-    import mindspore.dataset as ds
 
     x, y, ex, ey = datasets(spec, total)
     per_epoch = len(x) // spec.batch
@@ -580,18 +600,17 @@ def _train_loop(spec, net, run_dir, total, plan, live):
     if spec.case == "input_bound":
         ds.config.set_prefetch_size(1)
 
-    def forward(a, b):
-        return loss_fn(net(a), b)
-
-    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+    loss_net = nn.WithLossCell(net, loss_fn)
     if spec.mode == "graph":
-        grad_fn = ms.jit(grad_fn)
+        # value_and_grad inside a cell: a jit-compiled function takes the Parameters it reaches through its closure
+        # (the fault knobs, the input scale) as constants of its first compilation in MindSpore 2.10, a cell's
+        # construct reads them at every call.
+        grad_fn = GradStep(loss_net, opt.parameters)
+    else:
+        grad_fn = ms.value_and_grad(loss_net, None, opt.parameters)
     eval_fn = None
     if ex is not None:
-        def eval_loss(a, b):
-            return loss_fn(net(a), b)
-
-        eval_fn = ms.jit(eval_loss) if spec.mode == "graph" else eval_loss
+        eval_fn = loss_net
         ex_t, ey_t = Tensor(ex), Tensor(ey)
     kw = _monitor_kwargs(spec, total, hparams, live)
     every = _eval_every(spec, total)
@@ -608,9 +627,10 @@ def _train_loop(spec, net, run_dir, total, plan, live):
             mon.step(loss, grads)
             plan.after_step(step)
             if eval_fn is not None and step % every == 0:
-                net.set_train(False)
-                mon.scalar(metadata.EVAL_LOSS, float(eval_fn(ex_t, ey_t).asnumpy()), step)
-                net.set_train(True)
+                with mon.paused():          # the evaluation is neither data wait nor step time
+                    net.set_train(False)
+                    mon.scalar(metadata.EVAL_LOSS, float(eval_fn(ex_t, ey_t).asnumpy()), step)
+                    net.set_train(True)
             if spec.case in ("early_stopping", "reduce_lr_on_plateau"):
                 epoch_losses.append(float(loss.asnumpy()))
                 if step % per_epoch == 0:

@@ -224,6 +224,12 @@ class Pipeline:
         elif self.active:
             self.begin_time = time.perf_counter()
 
+    def leave_out(self, seconds):
+        """``seconds`` of work between two steps that is neither waiting for data nor step time (a loop's own
+        evaluation or checkpoint, as ``Model.train``'s work between epochs)."""
+        if self.active and self.prev_time is not None:
+            self.prev_time += float(seconds)
+
     def step_begin(self, step, data_wait=True):
         """Before the step(s) ending at ``step`` run: the data wait, and the recorders' ``on_step_begin`` (their time
         is monitoring, kept out of the step time)."""

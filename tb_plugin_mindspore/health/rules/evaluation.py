@@ -91,7 +91,7 @@ def train_at(run, steps, k=3):
 
 @rule("train_eval_gap", WARN,
       "Prechelt 1998 measures a generalization gap from a best evaluation that improved on the untrained model; an "
-      "eval loss that never did, while the train loss fell by half, is not overfitting but an evaluation that "
+      "eval loss that never did, while the train loss fell by a quarter, is not overfitting but an evaluation that "
       "differs from training: BatchNorm moving statistics against batch statistics (Ioffe and Szegedy 2015; Ioffe "
       "2017, 'Batch Renormalization': they disagree with small or non-i.i.d. batches), dropout, or an eval dataset "
       "/ loss prepared differently. The eval loss must also be 2x the train loss at the same step over most "
@@ -99,7 +99,7 @@ def train_at(run, steps, k=3):
       "A broken evaluation: the eval loss never better than the untrained model's loss and far above the train loss "
       "at the same step while training learns (BatchNorm moving statistics, dropout, a different eval pipeline or "
       "loss); never reported as overfitting.",
-      factor=2.0, start_frac=1.0, train_fall=0.5, min_points=1)
+      factor=2.0, start_frac=1.0, train_fall=0.75, min_points=1)
 def train_eval_gap(run, cfg):
     series = run.get("eval_loss")
     train = finite(run.get("loss"), 2)
