@@ -3,23 +3,14 @@ plus live health. A thin adapter: ``Model.train``'s callbacks drive a :class:`~.
 
 from mindspore.train import Callback
 
-from tb_plugin_mindspore import metadata
-
-from .common.util import cb_get, find_cell, find_optimizer, logger
+from .common.util import cb_get, find_cell, find_optimizer
 from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, Recorder, default_recorders
+from .recorders.mindformers_source import MindFormersSource, find_mindformers_cell
 from .recorders.options import from_keywords
 from .recorders.settings import DEBUG_ITEMS
 from .cells.train_cell import MonitoredTrainCell
 
 __all__ = ["TrainMonitor", "DEBUG_ITEMS"]
-
-_NO_CELL_WARNING = (
-    "tb-mindspore: the training network has no MonitoredTrainCell, so %s (the gradient norm, its spike-preserving "
-    "statistics of every step%s) is not recorded; loss and learning rate still are. Wrap your network in one line: "
-    "`train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer)` and train `Model(train_net)` "
-    "(from tb_mindspore_callbacks import MonitoredTrainCell)."
-)
-
 
 def lend_optimizer(cb):
     """Sets ``cb_params.optimizer`` from the training cell when ``Model`` was built from a training cell only.
@@ -77,9 +68,13 @@ class TrainMonitor(Callback):
     step's start; monitoring and epoch-end work are left out).
 
     Loss, gradient norm and their interval statistics come from a :class:`MonitoredTrainCell` in the training
-    network (computed inside the compiled step; nothing is copied to the host between two points). Without one,
-    loss and learning rate are still recorded (the loss read from the step outputs, the learning rate recomputed on
-    the host from the optimizer), the gradient norm is not, and one warning says how to add the cell.
+    network (computed inside the compiled step; nothing is copied to the host between two points). With mindformers'
+    own training cell (``MFTrainOneStepCell``, ``MFPipelineWithLossScaleCell``: a mindformers ``Trainer``, or a
+    YAML ``callbacks:`` entry ``type: TrainMonitor``) they are read from that cell's outputs (loss, overflow, loss
+    scale, learning rate, global norm, local norms), never computed again. Without either, loss and learning rate
+    are still recorded (the loss read from the step outputs, the learning rate recomputed on the host from the
+    optimizer), the gradient norm is not. What a run cannot record is said once in the log and in the run info
+    (``recorded`` / ``not_recorded``, with the reason and how to get it).
 
     At train begin ``_meta/run_info`` holds the format version, MindSpore version, ``collect_freq``, rank and the
     setup; ``hparams`` (those :func:`make_run_dir` recorded in the folder, updated by ``hparams=``) go to
@@ -173,7 +168,6 @@ class TrainMonitor(Callback):
                                         flight_recorder=flight_recorder, **groups)
         self.extra_recorders = _check_recorders(recorders)
         self.pipeline = Pipeline(self.settings, lambda s: default_recorders(s, self.extra_recorders))
-        self._warned_no_cell = False
         self._network_id = None
         self._cell = None
         self._sink = False
@@ -316,13 +310,16 @@ class TrainMonitor(Callback):
         if cell is not None and cell is not self._cell:
             self._cell = cell
             source = CellSource(cell)
-        elif source is None:
-            source = HostSource(find_optimizer(cb))
-            if not self._warned_no_cell:
-                self._warned_no_cell = True
-                extra = ", and the per-layer gradient norms you asked for" if "layer_grad_norm" in \
-                    self.settings.debug else ""
-                logger.warning(_NO_CELL_WARNING, metadata.GRAD_NORM, extra)
+        elif cell is None and self._cell is None:
+            mf_cell = find_mindformers_cell(network)
+            if mf_cell is not None and getattr(source, "cell", None) is not mf_cell:
+                # mindformers' own training cell: its outputs carry loss, overflow, loss scale, learning rate and
+                # the gradient norms; read them instead of computing them again.
+                source = MindFormersSource(mf_cell)
+            elif source is None:
+                # No cell we can read: the loss from the outputs on the host (what is not recorded, and how to
+                # add it, is said once at start).
+                source = HostSource(find_optimizer(cb))
         if self.pipeline.active and source is not self.pipeline.source:
             self.pipeline.source = source
             if self.pipeline.ctx is not None:

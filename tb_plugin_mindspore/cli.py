@@ -9,7 +9,7 @@ import signal
 import socket
 import sys
 
-from .commands import check, convert, doctor, report
+from .commands import check, compare, convert, doctor, report
 
 PROG = "tb-mindspore"
 
@@ -122,6 +122,7 @@ def build_parser():
     _add_demo(sub)
     convert.add_convert_parser(sub)
     check.add_check_parser(sub)
+    compare.add_compare_parser(sub)
     doctor.add_doctor_parser(sub)
     report.add_report_parser(sub)
     return parser

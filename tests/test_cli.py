@@ -114,7 +114,7 @@ def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
             if "[1/3] healthy run [" in line:      # the first step is done: training is under way
                 break
         p.send_signal(signal.SIGINT)
-        out = "".join(seen) + p.communicate(timeout=120)[0]
+        out = "".join(seen) + p.communicate(timeout=300)[0]
     finally:
         if p.poll() is None:
             p.kill()

@@ -5,7 +5,8 @@ lines), so it runs without MindSpore or a browser.
 The ladder, bottom to top (README "Architecture"):
 
 * server side ``tb_plugin_mindspore``: ``io`` < ``contract`` (with ``metadata.py``) < ``landscape`` < ``writing`` <
-  ``sources`` < ``health`` < ``answers`` < ``server`` (with ``loader.py``) < ``commands`` (with ``cli.py``);
+  ``sources`` < ``health`` | ``compare`` (side by side) < ``answers`` < ``server`` (with ``loader.py``) <
+  ``commands`` (with ``cli.py``);
 * training side ``tb_mindspore_callbacks``: ``common`` < ``cells`` < ``recorders`` | ``landscape`` (side by side)
   < the adapters at its top; it may use the server side up to ``health``;
 * frontend ``frontend/src``: ``base`` < ``api`` | ``chart`` < ``views`` (shared widgets) <
@@ -26,6 +27,7 @@ PACKAGES = {"tb_plugin_mindspore": "tb_plugin_mindspore", "tb_mindspore_callback
 SERVER = ["io", "contract", "landscape", "writing", "sources", "health", "answers", "server", "commands"]
 LAYERS = {"tb_plugin_mindspore." + name: (rank, name) for rank, name in enumerate(SERVER)}
 LAYERS.update({
+    "tb_plugin_mindspore.compare": (SERVER.index("health"), "compare"),   # beside health: two runs' series compared
     "tb_plugin_mindspore": (-1, "root"),                    # __init__: the version, imports nothing
     "tb_plugin_mindspore.metadata": (SERVER.index("contract"), "contract"),
     "tb_plugin_mindspore.loader": (SERVER.index("server"), "server"),

@@ -14,7 +14,7 @@ import weakref
 
 from ..common.util import logger
 
-__all__ = ["ActivationProbe"]
+__all__ = ["ActivationProbe", "TorchActivationProbe", "torch_blocks"]
 
 _NONE = object()
 # cell -> its compiled construct, or None once compiling it failed (then it runs op by op).
@@ -142,3 +142,91 @@ class ActivationProbe:
                     object.__setattr__(cell, "construct", own)
         return captured
 
+
+
+def torch_blocks(module):
+    """``[(name, module)]``: the top-level blocks of a torch-style module, by ``named_parameters()``-style names.
+
+    The numbered children of containers (``bert.encoder.layer.0``, ``layers.3``: the repeated blocks) and, on the
+    way to them, every other child that holds parameters (``bert.embeddings``, ``bert.pooler``, ``classifier``),
+    in module order. Without numbered blocks: the module's children that hold parameters.
+    """
+    named = dict(module.named_modules())
+    blocks = set()
+    for name in named:
+        parent, _, last = name.rpartition(".")
+        if name and last.isdigit() and parent in named and type(named[parent]).__name__ in ("ModuleList",
+                                                                                          "Sequential"):
+            if not any(name.startswith(b + ".") for b in blocks):
+                blocks.add(name)
+    ancestors = {b.rsplit(".", i)[0] for b in blocks for i in range(1, b.count(".") + 1)}
+    out = []
+
+    def has_params(m):
+        return any(True for _ in m.parameters())
+
+    def visit(prefix, parent):
+        for name, child in parent.named_children():
+            full = prefix + name
+            if full in blocks:
+                out.append((full, child))
+            elif full in ancestors:
+                visit(full + ".", child)
+            elif has_params(child):
+                out.append((full, child))
+
+    visit("", module)
+    return out
+
+
+class TorchActivationProbe:
+    """:class:`ActivationProbe` for a torch-style module (MindNLP's ``mindtorch``): forward hooks on ``modules``
+    (``[(name, module)]``) during one forward pass in eval mode on the first ``samples`` samples.
+
+    ``probe(inputs)``: ``inputs`` is the step's batch as given to :meth:`LoopMonitor.step` (a dict of keyword
+    arguments, e.g. ``input_ids``, or a tuple of positional ones); returns ``{name: numpy array}``.
+    """
+
+    def __init__(self, module, modules, samples):
+        self.net = module
+        self.cells = list(modules)
+        self.samples = int(samples)
+
+    def _slice(self, x):
+        shape = getattr(x, "shape", None)
+        if shape is not None and len(shape) >= 1 and shape[0] > self.samples:
+            return x[:self.samples]
+        return x
+
+    def __call__(self, inputs):
+        if not self.cells or inputs is None:
+            return {}
+        captured = {}
+
+        def hook_for(name):
+            def hook(module, hook_inputs, output):
+                while isinstance(output, (tuple, list)) and output:
+                    output = output[0]
+                if hasattr(output, "shape"):
+                    captured[name] = output
+            return hook
+
+        was_training = bool(getattr(self.net, "training", True))
+        handles = []
+        try:
+            self.net.eval()
+            handles = [m.register_forward_hook(hook_for(name)) for name, m in self.cells]
+            if isinstance(inputs, dict):
+                self.net(**{k: self._slice(v) for k, v in inputs.items()})
+            else:
+                self.net(*[self._slice(x) for x in inputs])
+        finally:
+            for h in handles:
+                h.remove()
+            self.net.train(was_training)
+        out = {}
+        for name, _ in self.cells:
+            if name in captured:
+                value = captured[name]
+                out[name] = value.asnumpy() if hasattr(value, "asnumpy") else value.detach().cpu().numpy()
+        return out

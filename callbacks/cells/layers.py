@@ -71,11 +71,16 @@ class LayerSelection:
         self.max_layers = max_layers
         self.truncated_from = None   # number of matching parameters when more than max_layers matched
 
-    def select(self, params):
-        """The selected parameters, in network order."""
+    def select(self, params, names=None):
+        """The selected parameters, in network order (``names``: their names when not ``p.name``, e.g. the
+        ``named_parameters()`` names of a torch-style module)."""
+        return [params[i] for i in self.select_indices(params, names)]
+
+    def select_indices(self, params, names=None):
+        """Indices into ``params`` of the selected parameters, in network order."""
+        names = [p.name for p in params] if names is None else list(names)
         picked = []
-        for p in params:
-            name = p.name
+        for i, (p, name) in enumerate(zip(params, names)):
             if self.include is None:
                 if len(p.shape) < 2:
                     continue
@@ -83,7 +88,7 @@ class LayerSelection:
                 continue
             if self.exclude is not None and self.exclude.search(name):
                 continue
-            picked.append(p)
+            picked.append(i)
         self.truncated_from = None
         if len(picked) > self.max_layers:
             self.truncated_from = len(picked)
@@ -129,10 +134,92 @@ def cached(cls, params, *args):
         if k == key:
             _CACHE.append(_CACHE.pop(i))
             return cell
-    cell = cls(params, *args)
+    cell = cls(params, *args) if _all_parameters(params) else _bound(cls, list(params))
     _CACHE.append((key, cell))
     del _CACHE[:-_CACHE_SIZE]
     return cell
+
+
+def _all_parameters(params):
+    return all(isinstance(p, Parameter) for p in params)
+
+
+def _bound(cls, tensors):
+    """The variant of ``cls`` for tensors that are not Parameters (a torch-style module's parameters, e.g.
+    MindNLP's ``mindtorch`` ones, are plain Tensors that a cell cannot hold as its own)."""
+    if cls is WeightNorms:
+        return _Bound(_WeightNormsOf(tensors), tensors)
+    if cls is Snapshot:
+        return _Bound(_SnapshotOf(tensors), tensors)
+    if cls is UpdateRatio:
+        return _Bound(_UpdateRatioOf(cached(Snapshot, tensors).cell, tensors), tensors)
+    raise TypeError("%s needs mindspore Parameters" % cls.__name__)
+
+
+class _Bound:
+    """A compiled cell over tensors that are not Parameters: called with them as one variable input
+    (``mindspore.mutable``, so it is compiled once and reads their current values at every call)."""
+
+    def __init__(self, cell, tensors):
+        self.cell = cell
+        self.tensors = tuple(tensors)
+
+    def __call__(self):
+        return self.cell(ms.mutable(self.tensors))
+
+
+_KEPT_COPIES = [0]
+
+
+def _copies(tensors, prefix):
+    _KEPT_COPIES[0] += 1
+    return ParameterTuple([
+        Parameter(Tensor(np.zeros(tuple(p.shape), np.float32)), name="%s%d.%d" % (prefix, _KEPT_COPIES[0], i),
+                  requires_grad=False)
+        for i, p in enumerate(tensors)
+    ])
+
+
+class _WeightNormsOf(nn.Cell):
+    """:class:`WeightNorms` of tensors given at each call."""
+
+    def __init__(self, tensors):
+        super().__init__(auto_prefix=False)
+        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+
+    @ms.jit
+    def construct(self, params):
+        return ops.sqrt(square_sums(params, self._groups))
+
+
+class _SnapshotOf(nn.Cell):
+    """:class:`Snapshot` of tensors given at each call (the copy is kept in Parameters of this cell)."""
+
+    def __init__(self, tensors):
+        super().__init__(auto_prefix=False)
+        self.before = _copies(tensors, "tbms_before_t")
+        self.hyper_map = C.HyperMap()
+
+    @ms.jit
+    def construct(self, params):
+        return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, params))
+
+
+class _UpdateRatioOf(nn.Cell):
+    """:class:`UpdateRatio` of tensors given at each call, against a :class:`_SnapshotOf`."""
+
+    def __init__(self, snapshot, tensors):
+        super().__init__(auto_prefix=False)
+        self.before = snapshot.before
+        self.hyper_map = C.HyperMap()
+        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+
+    @ms.jit
+    def construct(self, params):
+        diff = ops.sqrt(square_sums(self.hyper_map(_difference, params, self.before), self._groups))
+        before = ops.sqrt(square_sums(self.before, self._groups))
+        after = ops.sqrt(square_sums(params, self._groups))
+        return diff / before, after
 
 
 class WeightNorms(nn.Cell):

@@ -25,6 +25,7 @@ from mindspore.ops import composite as C
 
 from ..common.util import lr_groups
 from .flight_ring import read_ring, ring_parameters, ring_write
+from ..common.model_kinds import not_a_cell
 
 __all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS", "STAT_ROWS", "MARK_FIELDS"]
 
@@ -234,13 +235,29 @@ def guard_update(guard, grad_norm, count_before, factor, warmup):
     return ok, state
 
 
-def _check_args(name, optimizer, clip_grad_norm):
+def _check_network(what, network, needed="a mindspore.nn.Cell"):
+    """A one-line TypeError naming what was given and what to use instead, unless ``network`` is a Cell."""
+    if not isinstance(network, nn.Cell):
+        raise TypeError(not_a_cell(what, network, needed))
+
+
+def _check_args(name, optimizer, clip_grad_norm, network=None):
+    if network is not None:
+        _check_network("%s's network_with_loss" % name, network, "a mindspore.nn.Cell that returns the loss")
     if not isinstance(optimizer, nn.Optimizer):
-        raise TypeError("%s needs a mindspore.nn.Optimizer, got %s" % (name, type(optimizer).__name__))
+        raise TypeError(not_a_cell(name, optimizer, "a mindspore.nn.Optimizer"))
     if clip_grad_norm is not None:
         if (isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float))
                 or not clip_grad_norm > 0 or not math.isfinite(clip_grad_norm)):
             raise ValueError("clip_grad_norm must be a positive number or None, got %r" % (clip_grad_norm,))
+
+
+def _check_wrap(cls, network, loss_fn, optimizer):
+    what = "%s.wrap" % cls.__name__
+    _check_network(what, network)
+    _check_network("%s's loss_fn" % what, loss_fn, "a mindspore.nn.Cell loss (e.g. nn.CrossEntropyLoss())")
+    if not isinstance(optimizer, nn.Optimizer):
+        raise TypeError(not_a_cell(what, optimizer, "a mindspore.nn.Optimizer"))
 
 
 class MonitoredTrainCell(nn.TrainOneStepCell):
@@ -266,7 +283,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             sens = 1.0
         if isinstance(sens, bool) or not isinstance(sens, (int, float)) or sens == 0 or not math.isfinite(sens):
             raise ValueError("sens must be a finite non-zero number, got %r" % (sens,))
-        _check_args(type(self).__name__, optimizer, clip_grad_norm)
+        _check_args(type(self).__name__, optimizer, clip_grad_norm, network_with_loss)
         nn.TrainOneStepCell.__init__(self, network_with_loss, optimizer, sens=float(sens))
         self._setup_monitoring(optimizer, float(sens), clip_grad_norm)
 
@@ -300,6 +317,7 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, **kwargs):
         """``MonitoredTrainCell(nn.WithLossCell(network, loss_fn), optimizer, **kwargs)``."""
+        _check_wrap(cls, network, loss_fn, optimizer)
         return cls(nn.WithLossCell(network, loss_fn), optimizer, **kwargs)
 
     # -- graph side -----------------------------------------------------------------------------------------------
@@ -524,7 +542,7 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
     """
 
     def __init__(self, network_with_loss, optimizer, scale_sense, clip_grad_norm=None):
-        _check_args(type(self).__name__, optimizer, clip_grad_norm)
+        _check_args(type(self).__name__, optimizer, clip_grad_norm, network_with_loss)
         # The loss-scale machinery of TrainOneStepWithLossScaleCell (overflow status, scale update).
         nn.TrainOneStepWithLossScaleCell.__init__(self, network_with_loss, optimizer, scale_sense)
         self._setup_monitoring(optimizer, 1.0, clip_grad_norm)
@@ -533,6 +551,7 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
 
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, scale_sense=None, **kwargs):
+        _check_wrap(cls, network, loss_fn, optimizer)
         if scale_sense is None:
             scale_sense = nn.DynamicLossScaleUpdateCell(loss_scale_value=2 ** 16, scale_factor=2, scale_window=1000)
         return cls(nn.WithLossCell(network, loss_fn), optimizer, scale_sense, **kwargs)

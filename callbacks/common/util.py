@@ -82,6 +82,25 @@ def loss_value(outputs):
     return float(array.reshape(-1)[0] if array.size == 1 else array.mean())
 
 
+def loss_values(kept):
+    """:func:`loss_value` of each of several kept losses, read from the device in one host read when they are
+    tensors of one shape and dtype (stacked on the device first): a collection point then synchronises once, however
+    many steps it covers."""
+    firsts = []
+    for outputs in kept:
+        while isinstance(outputs, (tuple, list)) and outputs:
+            outputs = outputs[0]
+        firsts.append(outputs)
+    tensors = [t for t in firsts if hasattr(t, "asnumpy") and hasattr(t, "shape")]
+    if len(tensors) > 1 and len(tensors) == len(firsts) and \
+            len({(tuple(t.shape), str(t.dtype)) for t in tensors}) == 1:
+        from mindspore import ops  # lazy: this module is imported where MindSpore may be absent (TorchMonitor)
+
+        rows = np.asarray(ops.stack(tensors).asnumpy(), dtype=np.float64).reshape(len(tensors), -1)
+        return [float("nan") if row.size == 0 else float(row[0] if row.size == 1 else row.mean()) for row in rows]
+    return [loss_value(v) for v in firsts]
+
+
 def lr_groups(optimizer):
     """Indices (into ``optimizer.parameters``) of one parameter per learning-rate group, in order of appearance.
 

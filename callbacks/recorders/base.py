@@ -139,8 +139,10 @@ class RunContext:
 
     ``writer`` is a property of the pipeline (it may be replaced by a new file mid-run: always read it from here).
     ``source`` is the step source (:mod:`.source`): ``cell`` (a MonitoredTrainCell or the loop's statistics) and
-    ``optimizer`` may be None. ``layer_params`` / ``layer_names`` / ``layer_index`` (index into
-    ``optimizer.parameters``) are the run's layer registry; ``settings`` the validated monitor settings;
+    ``optimizer`` (a ``mindspore.nn.Optimizer``) may be None. ``params`` / ``param_names``: every trained parameter
+    in the order of the gradients, and its name (``p.name``, or ``named_parameters()``'s name for a torch-style
+    module); ``layer_params`` / ``layer_names`` / ``layer_index`` (index into ``params``) are the run's layer
+    registry; ``settings`` the validated monitor settings;
     ``info`` the run info dict (recorders may add fields in ``on_start``; it is written after every ``on_start``).
     ``request_stop()`` asks the entry point to end training after this step. ``shared`` is a scratch dict for
     recorders that feed each other (e.g. ``"weight_norms"``: the last per-parameter norms and their step).
@@ -152,6 +154,8 @@ class RunContext:
     optimizer: Any
     rank: int
     logdir: str
+    params: List[Any] = field(default_factory=list)
+    param_names: List[str] = field(default_factory=list)
     layer_params: List[Any] = field(default_factory=list)
     layer_names: List[str] = field(default_factory=list)
     layer_index: List[int] = field(default_factory=list)
@@ -181,6 +185,11 @@ class RunContext:
 
     def request_stop(self, reason=""):
         self.pipeline.request_stop(reason)
+
+    def not_recorded(self, item, reason):
+        """A recorder found at start that ``item`` (see ``coverage.ITEMS``) cannot be recorded: said once in the
+        log and in the run info (``not_recorded``) by the run info recorder."""
+        self.shared.setdefault("not_recorded", {}).setdefault(item, reason)
 
     def add_compile_ms(self, ms):
         """One-off time (compiling a monitoring graph) to keep out of the step time: written as core/compile_ms."""

@@ -88,6 +88,7 @@ class FlightRecorder(Recorder):
         self._reset()
 
     def _reset(self):
+        self._why_not = None
         self._ctx = None
         self._source = None
         self._names = []
@@ -115,7 +116,9 @@ class FlightRecorder(Recorder):
     # -- recorder hooks --------------------------------------------------------------------------------------------
     def on_start(self, ctx):
         on = self.begin(ctx.source, ctx.layer_index, ctx.layer_names, ctx.layer_params, ctx.settings.collect_freq,
-                        ctx.step or 0)
+                        ctx.step or 0, warn=False)
+        if not on and self._why_not:
+            ctx.not_recorded("flight_recorder", self._why_not)
         self._ctx = ctx
         ctx.info["flight_recorder"] = self.describe() if on else None
 
@@ -137,20 +140,21 @@ class FlightRecorder(Recorder):
                                   self._ctx.writer if self._ctx else None))
 
     # -- set up ----------------------------------------------------------------------------------------------------
-    def begin(self, source, layer_index, layer_names, layer_params, collect_freq, step):
-        """Sets up the ring on ``source`` (a ``MonitoredTrainCell`` or ``LoopMonitor``'s statistics) before its
-        first step; room for ``steps`` + ``collect_freq`` steps (an anomaly is seen within one collect interval).
-        Returns False (and records nothing) when the source cannot keep it."""
+    def begin(self, source, layer_index, layer_names, layer_params, collect_freq, step, warn=True):
+        """Sets up the ring on ``source`` (a ``MonitoredTrainCell``, ``LoopMonitor``'s statistics or mindformers'
+        cell outputs) before its first step; room for ``steps`` + ``collect_freq`` steps (an anomaly is seen within
+        one collect interval). Returns False (and records nothing) when the source cannot keep it; ``_why_not`` then
+        says why when the source itself does not (``warn``: also in the log)."""
         self._reset()
         if source is None or not layer_names or not hasattr(source, "track_flight"):
             return False
         capacity = self.steps + int(collect_freq)
         if not source.track_flight(layer_index, capacity):
-            cell = getattr(source, "cell", None)
-            if cell is None or not getattr(cell, "_has_grads", True):
-                return False          # no gradients to watch (no monitored cell, or a loop without grads)
-            logger.warning("tb-mindspore: the flight recorder needs the training cell before its first step "
-                           "(it is compiled then); it is off for this run")
+            if not getattr(source, "has_grads", True) or "flight_recorder" in getattr(source, "limits", dict)():
+                return False          # no gradients to watch: the source's limits say why
+            self._why_not = "it needs the training cell before its first step (it is compiled then)"
+            if warn:
+                logger.warning("tb-mindspore: the flight recorder is off for this run: %s", self._why_not)
             return False
         self._source = source
         self._names = list(layer_names)

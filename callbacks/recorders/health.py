@@ -71,10 +71,10 @@ class LiveHealthRecorder(Recorder):
         self.good_step = None
         if "skip" in self.actions:
             if not ctx.source.guard_updates(*lh.guard_settings(s)):
-                logger.warning("tb-mindspore: on_anomaly='skip' needs a MonitoredTrainCell set up before its first "
-                               "step (or LoopMonitor.update); bad updates will not be skipped")
-        if "checkpoint" in self.actions and ctx.optimizer is not None:
-            self.good = _GoodState.create(list(ctx.optimizer.parameters))
+                ctx.not_recorded("skip", "needs a MonitoredTrainCell set up before its first step (or "
+                                         "LoopMonitor.update); bad updates will not be skipped")
+        if "checkpoint" in self.actions and ctx.params:
+            self.good = _GoodState.create(list(ctx.params))
             self.good.keep()
             self.good_step = ctx.step
         ctx.info["live_health"] = {"actions": list(self.actions), "grad_factor": self.t.grad_factor,
@@ -169,7 +169,7 @@ class LiveHealthRecorder(Recorder):
             return []
         if norms is None:
             return []
-        names = [p.name for p in self.ctx.optimizer.parameters]
+        names = list(self.ctx.param_names)
         return [n for n, v in zip(names, norms) if not np.isfinite(v)]
 
     def on_point(self, r):
@@ -231,7 +231,7 @@ class LiveHealthRecorder(Recorder):
         path = os.path.join(folder, "last_good_step%d.ckpt" % int(self.good_step or 0))
         try:
             os.makedirs(folder, exist_ok=True)
-            ms.save_checkpoint(self.good.as_list(), path)
+            ms.save_checkpoint(self.good.as_list(self.ctx.param_names), path)
         except Exception as e:
             logger.warning("tb-mindspore: live health could not save the last good state to %s: %s", path, e)
             return None
@@ -325,5 +325,7 @@ class _GoodState:
     def keep(self):
         self.cell()
 
-    def as_list(self):
-        return [{"name": p.name, "data": Tensor(c.asnumpy())} for p, c in zip(self.params, self.cell.copies)]
+    def as_list(self, names=None):
+        """``[{"name", "data"}]`` for ``mindspore.save_checkpoint``, under ``names`` (default: ``p.name``)."""
+        names = [p.name for p in self.params] if names is None else names
+        return [{"name": n, "data": Tensor(c.asnumpy())} for n, c in zip(names, self.cell.copies)]

@@ -23,6 +23,7 @@ from tb_plugin_mindspore.contract.debug_items import NAMES as DEBUG_ITEMS
 from tb_plugin_mindspore.writing.writer import check_sizes
 
 from ..cells.layers import DEFAULT_MAX_LAYERS, LayerSelection
+from ..common.model_kinds import is_torch_style_module, not_a_cell
 from .notify import parse_notify
 
 __all__ = ["Debug", "Diagnostic", "Eval", "Layers", "LiveHealth", "Ranks", "Storage", "ANOMALY_ACTIONS",
@@ -159,8 +160,8 @@ class Eval(_Options):
     def __init__(self, dataset, metrics=None, every=None, model=None):
         if not hasattr(dataset, "create_tuple_iterator"):
             raise ValueError("Eval(dataset=) must be a mindspore.dataset Dataset, got %r" % (dataset,))
-        if model is not None and not hasattr(model, "eval"):
-            raise ValueError("Eval(model=) must be a mindspore.train.Model, got %r" % (model,))
+        if model is not None and (not hasattr(model, "eval") or is_torch_style_module(model)):
+            raise ValueError(not_a_cell("Eval(model=)", model, "a mindspore.train.Model"))
         self.dataset = dataset
         self.metrics = parse_metrics(metrics)
         self.every = check_int("Eval(every=)", every, allow_none=True)

@@ -14,6 +14,8 @@ from tb_plugin_mindspore.writing.writer import check_sizes
 from .flight_recorder import parse_flight_steps
 from .options import (ANOMALY_ACTIONS, DEBUG_ITEMS, LIVE_HEALTH_DEFAULTS, Debug, Diagnostic, Eval, Layers,  # noqa: F401
                       LiveHealth, Ranks, Storage, check_int)
+from ..common.model_kinds import (describe, is_cell, is_ms_optimizer, is_torch_style_module,
+                                  is_torch_style_optimizer)
 
 __all__ = ["MonitorSettings", "DEBUG_ITEMS", "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS", "check_int"]
 
@@ -32,6 +34,11 @@ class MonitorSettings:
     def __init__(self, logdir, *, collect_freq=10, batch_size=None, hparams=None, flight_recorder=100, debug=None,
                  diagnostic=None, eval=None, layers=None, health=None, storage=None, ranks=None):
         if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
+            if is_cell(logdir) or is_torch_style_module(logdir) or is_ms_optimizer(logdir) \
+                    or is_torch_style_optimizer(logdir):
+                raise ValueError("logdir must be the run folder (a path), got %s: the monitors take no model "
+                                 "first; TrainMonitor finds the training cell in Model.train's network, LoopMonitor "
+                                 "takes it as LoopMonitor(logdir, optimizer, network=model)" % describe(logdir))
             raise ValueError("logdir must be a non-empty path, got %r" % (logdir,))
         self.logdir = str(logdir)
         self.collect_freq = check_int("collect_freq", collect_freq)

@@ -4,6 +4,7 @@ import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
 import { Dashboard } from "./page/dashboard.js";
 import { mountCluster } from "./views/sections/cluster/clusterView.js";
+import { mountCompare } from "./views/sections/compare/compareView.js";
 import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
 import { mountMedia } from "./views/sections/media/mediaView.js";
 import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
@@ -32,5 +33,6 @@ export function render() {
   mountRunInfo(dashboard); // hyperparameters, MindSpore lineage, run information
   mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
   mountCluster(dashboard); // ranks x steps of a multi-rank run, grouped by node
+  mountCompare(dashboard); // a run against its reference (port check)
   return dashboard;
 }

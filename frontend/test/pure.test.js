@@ -199,6 +199,23 @@ test("the store merges the requests of one turn into one batch", async () => {
   assert.equal(calls.length, 2); // cached
 });
 
+test("another library's tag of our quantity is fetched for our chart's tag, per run (one loss chart)", async () => {
+  const asked = [];
+  const store = new SeriesStore({
+    batchFetcher: async (runs, tags) => {
+      asked.push(...runs.flatMap((run) => tags.map((tag) => `${run}:${tag}`)));
+      return { series: runs.flatMap((run) => tags.map((tag) => ({ run, tag, points: [[1, 0, 1]] }))), missing: [] };
+    },
+    fetcher: async () => assert.fail("single fetch not expected"),
+  });
+  store.setAliases(new Map([["hf", new Map([["core/loss", "train/loss"]])]]));
+  const [ours, theirs] = await Promise.all([store.get("ms", "core/loss"), store.get("hf", "core/loss")]);
+  assert.deepEqual(asked.sort(), ["hf:train/loss", "ms:core/loss"]);
+  assert.equal(ours.tag, "core/loss");
+  assert.equal(theirs.tag, "train/loss");
+  assert.ok(store.has("hf", "core/loss")); // cached under our chart's tag
+});
+
 test("a failed batch request fails every series it asked for, and the next get asks again", async () => {
   let calls = 0;
   const store = new SeriesStore({

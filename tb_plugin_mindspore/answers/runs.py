@@ -85,7 +85,8 @@ class DataView:
         if label is None:
             if len(self._labels) > 100000:
                 self._labels.clear()
-            label = self._labels[tag] = (vocabulary.tier_of(tag), metadata.display_name(tag))
+            same = vocabulary.same_as(tag)
+            label = self._labels[tag] = (vocabulary.tier_of(same or tag), metadata.display_name(same or tag), same)
         return label
 
     # -- answers of the routes: JSON built and compressed once, shared by the requests of the same second ----------
@@ -127,8 +128,10 @@ class DataView:
             tiers = {tier: [] for tier in metadata.TIERS}
             scalar_tags = sorted(scalars.get(name, {}))
             for tag in scalar_tags:
-                tier, display = self._label(tag)
+                tier, display, same = self._label(tag)
                 entry = {"tag": tag, "display_name": display, "kind": "scalar", "interval": tag in intervals}
+                if same:
+                    entry["same_as"] = same     # drawn in that chart (the same quantity, another library's tag)
                 family = layers.family_of(tag)
                 if family:
                     entry["family"] = family

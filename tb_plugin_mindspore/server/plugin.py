@@ -17,7 +17,7 @@ from werkzeug import wrappers
 
 from .. import metadata
 from ..answers import cluster, downsample, encode, histograms, landscapes, layers, media, page_contract, problems
-from ..answers import run_info, scalars
+from ..answers import compare, run_info, scalars
 from ..answers import health as health_cache
 from ..answers import runs as provider
 from ..health import settings as health_settings
@@ -123,6 +123,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
         self._status = logdir_status.LogdirStatus(self._logdir)
         self._clusters = cluster.ClusterReader(self._logdir, self._cache)
+        self._compares = compare.CompareReader()
         self._landscapes = landscapes.LandscapeReader(self._data_provider)
         self._run_infos = run_info.RunInfoReader(self._data_provider, self._sources.ms)
         self._media = media.MediaReader(self._data_provider, self._sources.ms)
@@ -153,6 +154,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/media": self._serve_media, "/images": self._serve_images, "/image": self._serve_image,
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
+            "/compare": self._serve_compare,
         }
 
     def is_active(self):
@@ -291,6 +293,18 @@ class MindSporePlugin(base_plugin.TBPlugin):
             return self._clusters.rank(run, metric, rank)
         max_steps = _int_arg(request, "max_steps", cluster.DEFAULT_MAX_STEPS, 1, cluster.MAX_STEPS_LIMIT)
         return self._clusters.matrix(run, metric, max_steps)
+
+    # -- port check: a run against its reference (answers/compare.py) ---------------------------------------------
+    @json_route
+    def _serve_compare(self, request):
+        ctx, eid = self._ctx(request)
+        run, reference = _required(request, "run"), _required(request, "reference")
+        offset = _int_arg(request, "offset", None, -1000000, 1000000)
+        max_points = _int_arg(request, "max_points", compare.DEFAULT_MAX_POINTS, 10, MAX_POINTS_LIMIT)
+        return self._compares.answer(self._sources.bind(ctx, eid), run, reference,
+                                     noise=request.args.get("noise") or None,
+                                     mapping_text=request.args.get("mapping") or None, offset=offset,
+                                     max_points=max_points)
 
     # -- loss landscapes (answers/landscapes.py) -------------------------------------------------------------------
     @json_route

@@ -90,7 +90,7 @@ def test_an_old_keyword_of_the_loop_names_the_loop(tmp_path):
     (lambda: Diagnostic(weight_norms="yes"), "Diagnostic(weight_norms=) must be True or False, got 'yes'"),
     (lambda: Eval([1, 2]), "Eval(dataset=) must be a mindspore.dataset Dataset"),
     (lambda: Eval(synthetic_dataset(4), metrics=["no_such"]), "unknown eval metric 'no_such'"),
-    (lambda: Eval(synthetic_dataset(4), model="m"), "Eval(model=) must be a mindspore.train.Model"),
+    (lambda: Eval(synthetic_dataset(4), model="m"), "Eval(model=) needs a mindspore.train.Model"),
     (lambda: Layers(include="("), "layers_include is not a valid regular expression"),
     (lambda: Layers(max=0), "max_layers must be"),
     (lambda: LiveHealth(thresholds={"grad_factr": 5}), "unknown live_health threshold(s) 'grad_factr'"),

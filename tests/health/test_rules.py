@@ -592,9 +592,9 @@ def test_a_long_run_is_checked_quickly():
                     metadata.STEP_TIME_MS: 50 + rng.normal(0, 1, n), metadata.DATA_WAIT_MS: np.ones(n)},
                    intervals={metadata.LOSS: rows, metadata.GRAD_NORM: rows},
                    layers={metadata.UPDATE_RATIO_LAYERS: (names, (steps[99::100], np.full((1000, 50), 1e-3)))})
-    start = time.perf_counter()
+    start = time.process_time()     # CPU time: what the rules cost, whatever else the machine runs
     report = engine.run_report(run)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
     assert report["status"] == "ok"
 
 

@@ -120,7 +120,8 @@ export function pointsForWidth(width) {
   return Math.min(MAX_POINTS_LIMIT, Math.max(10, 5 * Math.round(width) + 2));
 }
 
-/** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval, family, layers, source}]}}}, every field present. */
+/** {tiers, runs: {run: {tier: [{tag, display_name, kind, interval, family, layers, source, same_as}]}}}, every field
+ * present. */
 export function normalizeTags(body) {
   const tiers = Array.isArray(body && body.tiers) ? body.tiers.map(String) : [];
   const runs = {};
@@ -139,6 +140,8 @@ export function normalizeTags(body) {
         // kind "layers": number of layers and where they come from ("vector" or "family")
         layers: Number.isFinite(t.layers) ? t.layers : null,
         source: t.source ? String(t.source) : null,
+        // another library's tag of one of our quantities (train/loss): our tag, whose chart draws it
+        same_as: t.same_as ? String(t.same_as) : null,
       }));
     }
     runs[run] = byTier;

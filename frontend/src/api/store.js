@@ -173,8 +173,23 @@ export class SeriesStore {
     }
   }
 
+  /**
+   * Another library's tag of the same quantity, per run: {run: {ourTag: theirTag}} (e.g. a Hugging Face Trainer
+   * run's train/loss for core/loss). The cache keeps our tag; the request asks for the run's own.
+   * @param {Map<string, Map<string, string>>} aliases
+   */
+  setAliases(aliases) {
+    this.aliases = aliases || new Map();
+  }
+
+  actualTag(run, tag) {
+    const own = this.aliases && this.aliases.get(run);
+    return (own && own.get(tag)) || tag;
+  }
+
   request(run, tag, refresh = false) {
     if (this.groups.has(run)) return this.groupSeries(run, tag, refresh);
+    tag = this.actualTag(run, tag);
     if (!this.batchFetcher) return this.schedule(() => this.fetcher(run, tag, this.maxPoints));
     return new Promise((resolve, reject) => {
       this.pending.push({ run, tag, resolve, reject });

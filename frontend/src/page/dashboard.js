@@ -309,25 +309,38 @@ export class Dashboard {
 
   updateTagIndex(tags) {
     const index = new Map();
+    const aliases = new Map(); // run -> Map(our tag -> the run's own tag of that quantity)
     const order = this.contract.tag_order;
     let ours = false;
     for (const [run, byTier] of Object.entries(tags.runs)) {
+      const own = new Set(tags.tiers.flatMap((tier) => (byTier[tier] || []).map((t) => t.tag)));
       for (const tier of tags.tiers) {
         for (const t of byTier[tier] || []) {
           const kind = viewKindOf(t);
           if (!kind) continue;
-          const key = viewKey(kind, t.tag);
+          // Another library's tag of one of our quantities (a Hugging Face Trainer's train/loss) is drawn in our
+          // chart (core/loss): one chart per quantity; a run that has both is drawn from ours.
+          let tag = t.tag;
+          if (kind === "scalar" && t.same_as) {
+            if (own.has(t.same_as)) continue;
+            tag = t.same_as;
+            if (!aliases.has(run)) aliases.set(run, new Map());
+            aliases.get(run).set(tag, t.tag);
+          }
+          const key = viewKey(kind, tag);
           let info = index.get(key);
           if (!info) {
-            info = { kind, tag: t.tag, tier, displayName: t.display_name, runs: new Set() };
+            info = { kind, tag, tier, displayName: t.display_name, runs: new Set(), sources: new Set() };
             index.set(key, info);
           }
           info.runs.add(run);
+          info.sources.add(t.tag);
           if (kind === "scalar" && order.some((o) => t.tag === o || t.tag.startsWith(o + "/"))) ours = true;
         }
       }
     }
     this.index = index;
+    this.store.setAliases(aliases);
     this.ours = ours;
   }
 
@@ -423,6 +436,7 @@ export class Dashboard {
             this.views.set(key, view);
             if (this.observer) this.observer.observe(view.element);
           } else view.setDisplayName(info.displayName);
+          if (view.setSources) view.setSources([...info.sources]);
           s[kind.slot].append(view.element); // appending again keeps the order; the element and its chart stay
           if (!this.observer) view.activate();
         }
@@ -433,8 +447,10 @@ export class Dashboard {
   /** A health finding was clicked: scroll to the chart (or heatmap panel) of its tag and shade its step range. */
   revealFinding(run, finding) {
     // A finding's layers link names several heatmaps (fallbackTags): the first one shown wins.
-    const tags = [finding.tag, ...(finding.fallbackTags || [])];
-    const tag = tags.find((t) => ["scalar", "layers", "histogram"].some((k) => this.views.has(viewKey(k, t)))) || finding.tag;
+    // Another library's tag of one of our quantities is drawn in our chart (see updateTagIndex).
+    const drawnIn = (t) => [...this.index.values()].find((i) => i.kind === "scalar" && i.sources && i.sources.has(t));
+    const tags = [finding.tag, ...(finding.fallbackTags || [])].map((t) => (drawnIn(t) ? drawnIn(t).tag : t));
+    const tag = tags.find((t) => ["scalar", "layers", "histogram"].some((k) => this.views.has(viewKey(k, t)))) || tags[0];
     let view = null;
     for (const kind of ["scalar", "layers", "histogram"]) view = view || this.views.get(viewKey(kind, tag)) || null;
     if (!view) {

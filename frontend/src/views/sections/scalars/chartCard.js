@@ -56,13 +56,14 @@ export class ChartCard {
       on: { click: () => this.chart && this.chart.resetZoom() },
     });
     this.titleEl = el("div", { class: "ms-card-title", "data-testid": "chart-title", text: displayName, title: tag });
+    this.subtitleEl = el("div", { class: "ms-card-subtitle", "data-testid": "chart-subtitle", text: tag });
     this.element = el(
       "div",
       { class: "ms-card", "data-testid": "chart-card", "data-tag": tag },
       el(
         "div",
         { class: "ms-card-header" },
-        el("div", { class: "ms-card-titles" }, this.titleEl, el("div", { class: "ms-card-subtitle", text: tag })),
+        el("div", { class: "ms-card-titles" }, this.titleEl, this.subtitleEl),
         el("div", { class: "ms-card-actions" }, resetButton, el("div", { class: "ms-menu-wrap" }, this.menuButton, this.menu)),
       ),
       this.chartHost,
@@ -78,6 +79,13 @@ export class ChartCard {
 
   setDisplayName(name) {
     this.titleEl.textContent = name;
+  }
+
+  /** The runs' own tags drawn in this chart (ours, and another library's tag of the same quantity). */
+  setSources(tags) {
+    const shown = [this.tag, ...tags.filter((t) => t !== this.tag)];
+    this.subtitleEl.textContent = tags.includes(this.tag) ? shown.join(" · ") : tags.join(" · ");
+    this.element.dataset.sources = tags.join(",");
   }
 
   /**
@@ -180,7 +188,7 @@ export class ChartCard {
     const runs = await Promise.all(
       this.shown.map((r) =>
         this.store
-          .schedule(() => fetchScalars(r.run, this.tag, pointsForWidth(width), undefined, view))
+          .schedule(() => fetchScalars(r.run, this.store.actualTag(r.run, this.tag), pointsForWidth(width), undefined, view))
           .then((data) => ({ ...r, data }))
           .catch(() => r),
       ),
