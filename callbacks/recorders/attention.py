@@ -78,8 +78,9 @@ class AttentionLogitRecorder(Recorder):
         if probe_net is None:
             logger.warning("tb-mindspore: attention_logits: no network found to probe; skipped")
             return
+        # A torch-style module has no nn.MultiheadAttention block, like a network without attention.
         blocks = [(clean_cell_name(name), cell) for name, cell in probe_net.cells_and_names()
-                  if isinstance(cell, nn.MultiheadAttention)]
+                  if isinstance(cell, nn.MultiheadAttention)] if isinstance(probe_net, nn.Cell) else []
         if not blocks:
             logger.info("tb-mindspore: attention_logits: the network has no nn.MultiheadAttention block")
             return
