@@ -138,15 +138,18 @@ class Sources:
         """``tb-mindspore check`` / ``report``: the event files under ``events_root`` read whole by the plugin's own
         record reader (every point kept, :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS``
         files under ``ms_root`` read completely (none without ``ms_root``); ``logdir``: where the run folders really
-        are (default ``events_root``)."""
-        events = load_provider(events_root)
+        are (default ``events_root``). A local ``events_root`` also gets the plugin's own store of every point of the
+        runs' event files, read to their end (:func:`read_events`): the series the tab's charts and Health panel
+        read."""
+        provider = load_provider(events_root)
+        events = read_events(events_root, provider) if not fs.is_remote(events_root) else None
         if not ms_root or not has_ms_files(ms_root):
-            return cls(events, logdir or events_root)
+            return cls(provider, logdir or events_root, events=events)
         ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
         for _ in range(100000):
             if not ms.ms.reload().pending:
                 break
-        return cls(ms_provider.MergedProvider(events, ms), logdir or events_root, ms=ms.ms)
+        return cls(ms_provider.MergedProvider(provider, ms), logdir or events_root, ms=ms.ms, events=events)
 
     @classmethod
     def of_provider(cls, provider, logdir=None, multiplexer=None):
@@ -359,6 +362,20 @@ def load_provider(logdir):
     from . import event_provider   # lazy: start-up cost of TensorBoard's migrations (the commands only)
 
     return event_provider.load(logdir)
+
+
+def read_events(events_root, provider):
+    """An ``event_series.EventSeries`` of ``events_root`` holding every run ``provider`` lists with scalars, each
+    read to the end of its event files now (no background thread: for the commands)."""
+    from tensorboard import context as tb_context   # lazy: start-up cost of TensorBoard's request context
+
+    events = event_series.EventSeries(events_root)
+    runs = provider.list_scalars(tb_context.RequestContext(), experiment_id="", plugin_name=SCALARS_PLUGIN)
+    for run in sorted(runs):
+        if events.want(run):
+            while events.sync(run, max_bytes=64 << 20, wait=None):
+                pass
+    return events
 
 
 def has_ms_files(path):
