@@ -11,8 +11,11 @@ Sources, per run:
   ``custom_lineage_data``, the dataset graph.
 * ``converted_lineage``: the same lineage, from a converted run's ``run_info``.
 
-``hparams`` of the answer merges them: the run information's ``hparams`` first, then the lineage's, then the
-HParams summary's (the first source that names a hyperparameter wins; ``hparam_sources`` says which one that was).
+``hparams`` of the answer merges them, each hyperparameter under its canonical name (``contract/hparam_names.py``:
+``lr`` and ``learning_rate`` are one): the run information's ``hparams`` first, then the lineage's, then the HParams
+summary's (the first source that names a hyperparameter wins; ``hparam_sources`` says which one that was,
+``hparam_names`` the names it came as). Results and paths recorded beside them (the lineage's ``loss``,
+``model_path``, ``model_size``, metrics) are not hyperparameters: they stay in ``lineage``.
 Numbers that JSON cannot hold are sent as ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
 """
 
@@ -25,6 +28,7 @@ from tensorboard.data import provider as tb_provider
 
 from .. import metadata
 from ..contract import content
+from ..contract import hparam_names
 from ..contract import run_info as run_info_contract
 from ..sources import ms_provider
 
@@ -186,18 +190,13 @@ class RunInfoReader:
             sources.append("lineage_file")
         if session:
             sources.append("hparams")
-        hparams, origin = {}, {}
         ours = (info or {}).get("hparams")
-        for name, values in (("run_info", ours if isinstance(ours, dict) else {}),
-                             ("lineage", (lineage or {}).get("hparams") or {}),
-                             ("hparams", session or {})):
-            for key, value in values.items():
-                key = str(key)
-                if key not in hparams:
-                    hparams[key] = value
-                    origin[key] = name
+        hparams, origin, names = hparam_names.merge((("run_info", ours if isinstance(ours, dict) else {}),
+                                                     ("lineage", (lineage or {}).get("hparams") or {}),
+                                                     ("hparams", session or {})))
         return plain({"run": run, "sources": sources, "run_info": info, "hparams": hparams,
-                      "hparam_sources": origin, "lineage": lineage, "ms_files": ms_files or []})
+                      "hparam_sources": origin, "hparam_names": names, "lineage": lineage,
+                      "ms_files": ms_files or []})
 
     def one(self, ctx, eid, run):
         """The answer for one run (404 if the run does not exist; a run with nothing has empty fields)."""

@@ -81,7 +81,7 @@ function runCard(run, info, unlisted) {
               { "data-testid": "runinfo-hparam", "data-name": r.name, "data-value": JSON.stringify(r.value), "data-source": r.source },
               el("td", { class: "ms-rd-name", text: r.name }),
               el("td", { class: "ms-rd-value", text: r.text }),
-              el("td", { class: "ms-muted", text: r.source }),
+              el("td", { class: "ms-muted", "data-testid": "runinfo-hparam-from", text: r.from, title: r.given.length ? `recorded as ${r.given.join(", ")}` : "" }),
             ),
           ),
         ),
