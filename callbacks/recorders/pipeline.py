@@ -435,13 +435,16 @@ def _run_end_value(marker):
 
 def _install_interrupt_marker(signals=(signal.SIGINT, signal.SIGTERM)):
     """On SIGINT / SIGTERM, every run in progress gets an "interrupted" end marker, then the previous handler runs
-    (the writer's, which writes everything out). Main thread only, once per process."""
+    (the writer's, which writes everything out). Main thread only, once per process. A signal the process ignores
+    gets no handler: the marker would say "interrupted" while training goes on."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in signals:
         if sig in _SIGNALS_DONE:
             continue
         previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:
+            continue    # ignored by the process (a background job's SIGINT): it ends nothing, so no end marker
 
         def handler(signum, frame, _previous=previous):
             for p in list(_ACTIVE):

@@ -9,9 +9,10 @@ import time
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.writing import write_faults
 from tb_plugin_mindspore import __version__ as plugin_version
 
-from ..common.util import cb_get, logger, lr_groups
+from ..common.util import cb_get, lr_groups
 from ..common.run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from ..common.model_kinds import is_ms_optimizer, is_torch_style_optimizer
 from .base import Recorder
@@ -245,4 +246,4 @@ class RunInfoRecorder(Recorder):
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            logger.warning("tb-mindspore: could not append to the registry %s: %s", path, e)
+            write_faults.report(path, e, "appending to the registry %s" % path, scope=s.logdir)

@@ -1,8 +1,8 @@
 """``tb-mindspore report LOGDIR_OR_RUN --out report.html``: one self-contained HTML file to share a training's health.
 
 The data is what the tab's routes answer, gathered by calling the plugin's own route handlers in this process (over
-TensorBoard's loader and the plugin's ``*_MS`` reader, as ``tb-mindspore check`` loads a logdir), so the report shows
-exactly what the tab would. The page is the tab's own code (``frontend/src/report.js``, built by npm into
+the plugin's own readers of event files and ``*_MS`` files, as ``tb-mindspore check`` loads a logdir), so the report
+shows exactly what the tab would, and its warnings name every record and file left out. The page is the tab's own code (``frontend/src/report.js``, built by npm into
 ``static/report.js``): its dashboard, Health panel, heatmaps, loss landscapes and run information, drawing the data
 inlined in the file instead of asking a server. Nothing is fetched when the file is opened: the script, the styles
 and the data are inlined, and the page's Content-Security-Policy forbids any connection.
@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 from .. import __version__
-from ..sources import logdir_status, safe_view
+from ..sources import logdir_status
 
 PROG = "tb-mindspore report"
 ROUTE_PREFIX = "/data/plugin/mindspore"
@@ -103,8 +103,7 @@ class RouteCaller:
         from ..server.plugin import MindSporePlugin
         from ..sources.logdir import load_provider
 
-        with safe_view.safe_view(logdir) as view:
-            data_provider = load_provider(view)
+        data_provider = load_provider(logdir)   # the plugin's own record reader: every file read once
         flags = argparse.Namespace(reload_interval=0)   # the *_MS files are read here, not in a thread
         self.plugin = MindSporePlugin(base_plugin.TBContext(data_provider=data_provider, logdir=logdir, flags=flags))
         ms = getattr(self.plugin, "_ms", None)

@@ -7,8 +7,9 @@
   server's own ``--logdir``, never a path from a request) it also looks at the run folders' event files for size and
   modification time. :func:`runs_from_provider` is the same over a bare data provider.
 * :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does
-  (``Sources.for_logdir``: TensorBoard's own loader, every point kept, merged with our ``*_MS`` reader as the
-  plugin merges them), so runs have the tab's names; then the same code as above.
+  (``Sources.for_logdir``: the event files through the plugin's own record reader, every point kept, linear in
+  the number of files, merged with our ``*_MS`` reader as the plugin merges them), so runs have the tab's names;
+  then the same code as above. Every record and file left out is named (``warnings``).
 * :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
   histograms) from a :class:`~tb_plugin_mindspore.sources.ms_logdir.MsLogdir`.
 """
@@ -29,7 +30,7 @@ from ..contract import run_info as run_info_contract
 from ..io import fs
 from ..sources import ms_logdir as ms_logdir_module
 from ..sources import points as points_module
-from ..sources import safe_view, series_cache
+from ..sources import series_cache
 from ..sources.logdir import Sources, has_ms_files
 from ..sources.logdir_status import is_ms_summary_file
 from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
@@ -177,13 +178,14 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
     return read_runs(sources, listing, listing.runs(runs), logdir=logdir, now=now)
 
 
-def read_runs(sources, listing, names, logdir=None, now=None):
+def read_runs(sources, listing, names, logdir=None, now=None, problems=None):
     """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
 
     Reads, through ``sources`` (bound to the request), the series a rule uses: each scalar as the tab's charts read
     it (``Sources.many``: the final timeline of every point, with its interval band, from the best door), then in
     one call each our plugin's other series (per-layer vectors, and the bands the timelines did not carry) and our
-    JSON records."""
+    JSON records. ``problems``: a list that gets every JSON record left out (run information, health events, run
+    end markers)."""
     now = time.time() if now is None else float(now)
     names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
     if not names:
@@ -203,7 +205,8 @@ def read_runs(sources, listing, names, logdir=None, now=None):
     records = sources.records({
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
     return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
-                        _json_facts(ours[run], records.get(run) or {}), bands=banded[run]) for run in names]
+                        _json_facts(ours[run], records.get(run) or {}, problems, run), bands=banded[run])
+            for run in names]
 
 
 def _banded(tag, content, bands):
@@ -215,30 +218,59 @@ def _banded(tag, content, bands):
 _JSON_KINDS = (metadata.KIND_RUN_INFO, metadata.KIND_HEALTH_EVENT, metadata.KIND_RUN_END)
 
 
-def _decoded(decode, data):
+_WHAT = {metadata.KIND_RUN_INFO: "run information", metadata.KIND_HEALTH_EVENT: "health event",
+         metadata.KIND_RUN_END: "run end marker"}
+
+
+def _decoded(kind, decode, items, problems=None, run=None):
+    """The decoded records of ``items`` (``(tag, datum)``); one that cannot be read is left out and, with a
+    ``problems`` list, named there (a health event nested 100,000 deep must not vanish silently)."""
     out = []
-    for datum in data:
+    for tag, datum in items:
         try:
             out.append(decode(datum.numpy))
-        except (TypeError, ValueError):   # one unreadable record is left out (ContentError is a ValueError)
-            continue
+        except (TypeError, ValueError) as e:   # ContentError is a ValueError
+            if problems is not None:
+                problems.append({"run": run, "file": None, "offset": None, "tag": tag, "step": int(datum.step),
+                                 "reason": "%s at step %d left out: %s" % (_WHAT[kind], datum.step, e)})
     return out
 
 
-def _json_facts(ours, records):
-    """``(run information of the newest record, [health events by step], newest run end marker or None)``."""
+def _json_facts(ours, records, problems=None, run=None):
+    """``(run information of the newest record, [health events by step], newest run end marker or None)``; records
+    left out are named in ``problems`` (a list) when given."""
     by_kind = {}
     for tag, data in records.items():
-        by_kind.setdefault(ours[tag][0].get("kind"), []).extend(data)
-    infos = _decoded(run_info_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_INFO, []), key=_step))
+        by_kind.setdefault(ours[tag][0].get("kind"), []).extend((tag, d) for d in data)
+
+    def decoded(kind, decode):
+        return _decoded(kind, decode, sorted(by_kind.get(kind, []), key=lambda item: item[1].step), problems, run)
+
+    infos = decoded(metadata.KIND_RUN_INFO, run_info_contract.decode)
     events, seen = [], set()
-    for ev in _decoded(health_event_contract.decode, sorted(by_kind.get(metadata.KIND_HEALTH_EVENT, []), key=_step)):
+    for ev in decoded(metadata.KIND_HEALTH_EVENT, health_event_contract.decode):
         key = (ev["rule"], ev["first_step"], ev["step"], tuple(ev["layers"]))   # one event written twice: once
         if key not in seen:
             seen.add(key)
             events.append(ev)
-    ends = _decoded(run_end_contract.decode, sorted(by_kind.get(metadata.KIND_RUN_END, []), key=_step))
+    ends = decoded(metadata.KIND_RUN_END, run_end_contract.decode)
     return (infos[-1] if infos else {}), events, (ends[-1] if ends else None)
+
+
+def json_problems(sources):
+    """``status`` warnings: health events and run end markers that cannot be read (left out of the health rules,
+    so a run would look healthier than it was), with run, tag and step; ``sources``: bound to the request."""
+    ours = {}
+    for run, tags in sources.tensor_listing().items():
+        for tag, ts in tags.items():
+            content = series_cache.parsed_content(ts.plugin_content)
+            if content is not None and content.get("kind") in (metadata.KIND_HEALTH_EVENT, metadata.KIND_RUN_END):
+                ours.setdefault(run, {})[tag] = (content, ts)
+    records = sources.records({run: list(tags) for run, tags in ours.items()})
+    problems = []
+    for run in sorted(records):
+        _json_facts(ours[run], records[run], problems, run)
+    return problems
 
 
 def _step(datum):
@@ -290,6 +322,9 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
                                                     [decoded[i] for i in keep],
                                                     frozen=layers_contract.frozen(content))
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
+    last_step = max((int(s.steps[-1]) for s in scalars.values() if len(s.steps)), default=None)
+    if run_end is not None and last_step is not None and int(run_end.get("step", 0)) < last_step:
+        run_end = None      # training went on after it (a resume into the same folder): it no longer ends the run
     directory = run_dir(logdir, run)
     if directory is not None:
         total, newest, count = file_stats(directory, is_data_file)
@@ -303,14 +338,17 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
 
 # ---------------------------------------------------------------------------------------------------------------
 # From a logdir on disk
-def runs_from_view(events_root, ms_root, logdir, now=None):
+def runs_from_view(events_root, ms_root, logdir, now=None, warnings=None):
     """``[RunSeries]`` of every run the tab lists for this logdir (its own ``runs`` route, with the same names:
     event files under ``events_root``, ``*_MS`` files under ``ms_root`` or none), plus the ``*_MS`` runs that hold
     only lineage (the tab's Run info lists those), sorted by name. ``logdir``: where the run folders really are
-    (file sizes and modification times)."""
+    (file sizes and modification times); ``warnings``: a list that gets every record and file left out
+    (``{"run", "file", "offset", "reason"}``, plus ``"tag"`` and ``"step"`` for a JSON record)."""
     sources = Sources.for_logdir(events_root, ms_root, logdir)
+    if warnings is not None:
+        warnings.extend(sources.warnings(limit=10 ** 6))
     listing = ProviderListing(sources)
-    runs = read_runs(sources, listing, listing.runs(), logdir=logdir, now=now)
+    runs = read_runs(sources, listing, listing.runs(), logdir=logdir, now=now, problems=warnings)
     taken = {r.run for r in runs}
     if sources.ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
         runs += [r for r in runs_from_ms_logdir(sources.ms, now=now) if r.run not in taken]
@@ -324,16 +362,13 @@ def runs_from_view(events_root, ms_root, logdir, now=None):
     return sorted(runs, key=lambda r: r.run)
 
 
-def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
-    """``[RunSeries]`` of every run under a local ``logdir`` (TensorBoard event files and ``*_MS`` files), named
-    and merged as the tab does (:func:`runs_from_view`).
-
-    Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
-    as ``sources.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
-    """
+def runs_from_logdir(logdir, now=None, include_ms=True, warnings=None):
+    """``[RunSeries]`` of every run under ``logdir`` (a local folder or a URL; TensorBoard event files and ``*_MS``
+    files), named and merged as the tab does (:func:`runs_from_view`). Files and records that cannot be read
+    (FIFOs, link loops, damaged or undecodable records, impossible record lengths) are left out and, with a
+    ``warnings`` list, named in it."""
     logdir = fs.normalize(logdir)   # a local folder or a URL (io/fs.py)
-    with safe_view.safe_view(logdir, problems) as view:
-        return runs_from_view(view, logdir if include_ms else None, logdir, now=now)
+    return runs_from_view(logdir, logdir if include_ms else None, logdir, now=now, warnings=warnings)
 
 
 def runs_from_ms_logdir(ms_logdir, runs=None, now=None):

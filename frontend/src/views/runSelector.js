@@ -9,6 +9,7 @@ import { RUN_SELECTOR_CSS as selectorCss } from "./runSelectorStyles.js";
 import { PALETTE } from "../base/colors.js";
 import { el, clear } from "../base/dom.js";
 import { groupRuns } from "../base/grouping.js";
+import { compileSafe } from "../base/safeRegex.js";
 import { fetchRunInfos } from "../api/runData.js";
 
 // A line chart with more runs than this is unreadable (and slow to fetch): the charts draw the first ones.
@@ -18,14 +19,13 @@ function escapeRegex(text) {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** {regex, valid}: the filter as a case-insensitive regex (plain text is matched literally when regex is false). */
+/** {regex, valid, error}: the filter as a case-insensitive regex (plain text is matched literally when regex is
+ * false), matched in time linear in a run name's length whatever the pattern (safeRegex.js: a pattern such as
+ * ^(a+)+$ froze the page with JavaScript's backtracking RegExp); error: why a pattern cannot be used. */
 export function compileFilter(text, regex = true) {
-  if (!text) return { regex: null, valid: true };
-  try {
-    return { regex: new RegExp(regex ? text : escapeRegex(text), "i"), valid: true };
-  } catch (e) {
-    return { regex: null, valid: false };
-  }
+  if (!text) return { regex: null, valid: true, error: "" };
+  const { regex: compiled, error } = compileSafe(regex ? text : escapeRegex(text), { ignoreCase: true });
+  return compiled ? { regex: compiled, valid: true, error: "" } : { regex: null, valid: false, error: `Not used: ${error}` };
 }
 
 function injectStyles() {
@@ -76,7 +76,7 @@ export class RunSelector {
       text: ".*",
       on: { click: () => this.setRegexMode(!this.regexMode) },
     });
-    this.filterError = el("div", { class: "ms-filter-error", text: "Invalid regular expression", hidden: true });
+    this.filterError = el("div", { class: "ms-filter-error", "data-testid": "run-filter-error", text: "", hidden: true });
     this.countLabel = el("span", { class: "ms-muted", "data-testid": "run-count" });
     const allButton = el("button", {
       type: "button",
@@ -219,10 +219,11 @@ export class RunSelector {
   }
 
   applyFilterState() {
-    const { regex, valid } = compileFilter(this.filterText, this.regexMode);
+    const { regex, valid, error } = compileFilter(this.filterText, this.regexMode);
     this.filter = regex;
     this.visibleCache = null;
     this.filterInput.classList.toggle("ms-invalid", !valid);
+    this.filterError.textContent = error;
     this.filterError.hidden = valid;
     let shown = 0;
     for (const [run, item] of this.items) {
@@ -326,9 +327,9 @@ export class RunSelector {
     let spec = null;
     let note = "";
     if (by === "regex" && pattern) {
-      const { regex, valid } = compileFilter(pattern, true);
+      const { regex, valid, error } = compileFilter(pattern, true);
       if (valid) spec = { by, regex };
-      else note = "Invalid regular expression";
+      else note = error;
     } else if (by === "hparam" && this.hparams) {
       if (hparam) spec = { by, name: hparam, hparams: this.hparams };
       else note = "No run has hyperparameters";
