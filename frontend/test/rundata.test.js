@@ -48,6 +48,14 @@ test("hyperparameter rows are sorted by name and keep their source", () => {
   assert.equal(rows[0].text, "<i>y</i>"); // shown as text by the view, never parsed
   assert.equal(rows[0].source, "");
   assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, hparamNames: {}, lineage: null, msFiles: [] });
+  const mf = hparamRows(normalizeRunInfo({
+    run: "rank_0",
+    sources: ["mindformers_config"],
+    hparams: { learning_rate: 0.0001 },
+    hparam_sources: { learning_rate: "mindformers_config" },
+    hparam_names: { learning_rate: ["lr_schedule.learning_rate"] },
+  }));
+  assert.equal(mf[0].from, "mindformers config as lr_schedule.learning_rate");
 });
 
 test("the lineage summary names network, loss, optimizer, dataset and user data", () => {

@@ -18,7 +18,8 @@ import re
 
 # Canonical name -> the names it comes as (canonical first). Sources: our demo and README (make_run_dir's keys),
 # MindSpore's TrainLineage hyper_parameters (learning_rate, epoch, batch_size, optimizer, loss_function,
-# device_num, parallel_mode), mindformers' config keys, Hugging Face TrainingArguments' names.
+# device_num, parallel_mode), mindformers' config keys (its ``optimizer.type`` and ``lr_schedule.type`` name the
+# optimizer and the schedule), Hugging Face TrainingArguments' names.
 CANONICAL = {
     "learning_rate": ("learning_rate", "lr", "base_lr", "peak_lr", "max_lr", "init_lr", "learning_rates"),
     "batch_size": ("batch_size", "bs", "batch", "per_batch_size", "train_batch_size", "global_batch_size",
@@ -32,7 +33,8 @@ CANONICAL = {
     "warmup": ("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warmup_ratio"),
     "weight_decay": ("weight_decay", "wd"),
     "clip_grad_norm": ("clip_grad_norm", "clip", "grad_clip", "max_grad_norm", "clip_norm", "gradient_clipping"),
-    "optimizer": ("optimizer", "optim", "opt"),
+    "optimizer": ("optimizer", "optim", "opt", "optimizer.type"),
+    "lr_schedule": ("lr_schedule", "lr_scheduler", "lr_scheduler_type", "lr_schedule.type"),
     "loss_function": ("loss_function", "loss_fn"),
     "dropout": ("dropout", "dropout_rate", "hidden_dropout", "hidden_dropout_rate"),
     "momentum": ("momentum",),

@@ -129,7 +129,8 @@ def test_a_catastrophic_filter_pattern_never_freezes_the_page(tmp_path, page):
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from tb_plugin_mindspore import metadata, summary
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.writing import summary
 
     root = tmp_path / "logs"
     names = ["a" * 60 + "b", "a" * 30, "lr0.1"]

@@ -30,7 +30,13 @@ export function formatNumber(v) {
   return String(Number(v.toPrecision(7)));
 }
 
-const SOURCE_NAMES = { run_info: "run info", lineage: "MindSpore lineage", hparams: "HParams summary" };
+const SOURCE_NAMES = {
+  run_info: "run info",
+  lineage: "MindSpore lineage",
+  hparams: "HParams summary",
+  mindformers_config: "mindformers config",
+  hf_training_args: "Hugging Face TrainingArguments",
+};
 
 /** [{name, value, text, source, given, from}] of the merged hyperparameters (canonical names), sorted by name;
  * given: the names it was recorded as, from: "run info as lr" (where it came from, and under which name when that

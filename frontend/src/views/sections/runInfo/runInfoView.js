@@ -1,5 +1,5 @@
 // The "Run info" section: per run, the hyperparameters (TrainMonitor's hparams, MindSpore lineage, HParams
-// summaries), what MindSpore's lineage says (network, loss, optimizer, dataset, user-defined data) and the basics of
+// summaries, mindformers' and Hugging Face's configurations), what MindSpore's lineage says (network, loss, optimizer, dataset, user-defined data) and the basics of
 // our run information (MindSpore version, mode, collect_freq, rank). Shown only when a run has some; refreshed with
 // the dashboard.
 
@@ -15,6 +15,8 @@ const SOURCE_LABELS = {
   hparams: "HParams summary",
   lineage_file: "MindSpore lineage file",
   converted_lineage: "MindSpore lineage (converted)",
+  mindformers_config: "mindformers config",
+  hf_training_args: "Hugging Face TrainingArguments",
 };
 
 function factTable(rows, testid) {
