@@ -138,15 +138,18 @@ class Sources:
         """``tb-mindspore check`` / ``report``: the event files under ``events_root`` read whole by the plugin's own
         record reader (every point kept, :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS``
         files under ``ms_root`` read completely (none without ``ms_root``); ``logdir``: where the run folders really
-        are (default ``events_root``)."""
-        events = load_provider(events_root)
+        are (default ``events_root``). A local ``events_root`` also gets the tab's store of every point
+        (``event_series``: the final timelines and their bands that the charts and the Health panel read), filled by
+        the same read: each event file is read once."""
+        events = None if fs.is_remote(events_root) else event_series.EventSeries(events_root)
+        provider = load_provider(events_root, store=events)
         if not ms_root or not has_ms_files(ms_root):
-            return cls(events, logdir or events_root)
+            return cls(provider, logdir or events_root, events=events)
         ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
         for _ in range(100000):
             if not ms.ms.reload().pending:
                 break
-        return cls(ms_provider.MergedProvider(events, ms), logdir or events_root, ms=ms.ms)
+        return cls(ms_provider.MergedProvider(provider, ms), logdir or events_root, ms=ms.ms, events=events)
 
     @classmethod
     def of_provider(cls, provider, logdir=None, multiplexer=None):
@@ -352,13 +355,14 @@ class Sources:
 
 
 # -- a logdir read whole, for the commands ------------------------------------------------------------------------
-def load_provider(logdir):
+def load_provider(logdir, store=None):
     """A data provider over the event files under ``logdir`` (local or a URL) with every point of every scalar and
     of this plugin's series, read completely by the plugin's own record reader (``event_provider.py``; TensorBoard's
-    Python loader listed a run's folder once per file it read: quadratic in the number of files)."""
+    Python loader listed a run's folder once per file it read: quadratic in the number of files); ``store``: an
+    ``event_series.EventSeries`` filled by the same read."""
     from . import event_provider   # lazy: start-up cost of TensorBoard's migrations (the commands only)
 
-    return event_provider.load(logdir)
+    return event_provider.load(logdir, store=store)
 
 
 def has_ms_files(path):
