@@ -59,9 +59,11 @@ DEMO_SMALL = dict(DEMO_CONFIG, hidden=64, seq=32, ffn=256)
 DEFAULT_STEPS = 600
 # The problem run: the peak learning rate 1000x the healthy one (1.0, a plain SGD value given to Adam) and no
 # gradient clipping. The loss turns Inf between two recorded points within a few dozen steps (the interval
-# statistics catch it), the gradient norm spikes and the head's update ratio ||dw||/||w|| goes above 0.1: the Health
-# panel names all three. (30x and 100x, with or without clipping, only collapse this model to chance level, which
-# no rule names.)
+# statistics catch it) and the head's update ratio ||dw||/||w|| goes above 0.1; the Health panel names both and, as
+# their most likely cause, the learning rate (the update ratios, and a peak 1000x Adam's usual 1e-3). The gradient
+# norm rises about tenfold over a hundred steps, not the 10x jump over its recent median that makes a grad_explosion
+# finding (Megatron-LM's spike factor), so none is promised. (30x and 100x, with or without clipping, only collapse
+# this model to chance level, which no rule names.)
 PROBLEM_LR_FACTOR = 1000.0
 PROBLEM_CONFIG = {"clip": None}
 

@@ -19,6 +19,7 @@ import weakref
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
+from ..common.model_kinds import is_cell
 from ..common.util import detect_rank, logger
 from .live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
@@ -31,6 +32,36 @@ _ACTIVE = weakref.WeakSet()        # pipelines of runs in progress (marked inter
 _SIGNALS_DONE = set()
 
 
+# Parameters of the network that are state, not weights (BatchNorm's moving statistics): never "frozen layers".
+_STATE_PARAMS = ("moving_mean", "moving_variance")
+
+
+def network_of(ctx):
+    """The forward network (with its loss) of the run: the training cell's ``network``, or the loop's ``network=``;
+    None when neither is known."""
+    cell = ctx.cell
+    net = getattr(cell, "network", None) if cell is not None else None
+    return net if net is not None else ctx.probe_net
+
+
+def frozen_layers(network, trained, selection):
+    """``(params, reasons)``: the parameters of ``network`` the optimizer does not train (``requires_grad=False``,
+    or left out of the optimizer) that the layer selection picks, in network order; the monitoring's own
+    (``tbms_*``) and BatchNorm's moving statistics are left out. One pass over the parameter list at start."""
+    if network is None or not is_cell(network):
+        return [], []      # a torch-style module's frozen tensors are not listed
+    try:
+        params = list(network.get_parameters())
+    except Exception:
+        return [], []
+    trained_ids = {id(p) for p in trained}
+    trained_names = {p.name for p in trained}
+    candidates = [p for p in params if id(p) not in trained_ids and p.name not in trained_names
+                  and not p.name.startswith("tbms_") and not p.name.endswith(_STATE_PARAMS)]
+    picked = selection.select_more(candidates)
+    return picked, ["requires_grad=False" if not p.requires_grad else "not in the optimizer" for p in picked]
+
+
 class Pipeline:
     """One run of monitoring. ``recorders_for(settings)`` -> the recorders to run (built at each start)."""
 
@@ -39,6 +70,7 @@ class Pipeline:
         self.recorders_for = recorders_for
         self.owner = owner
         self.writer = None
+        self.notifier = None
         self.errors = 0
         self._reset()
 
@@ -71,6 +103,15 @@ class Pipeline:
     def request_stop(self, reason=""):
         self.stop_requested = True
         self.stop_reason = self.stop_reason or str(reason)
+
+    def notify(self, event):
+        """Posts a live health event to the webhooks of ``LiveHealth(notify=[...])`` (a background thread;
+        never blocks, never raises)."""
+        if self.notifier is not None:
+            try:
+                self.notifier.post(event)
+            except Exception:
+                pass
 
     def error(self, where):
         self.errors += 1
@@ -107,6 +148,10 @@ class Pipeline:
         if writes and self.writer is None:
             self.writer = SummaryWriter(logdir, flush_secs=s.flush_secs, max_queue=s.max_queue,
                                         max_file_bytes=s.max_file_bytes, max_run_bytes=s.max_run_bytes)
+        if writes and s.notify and self.notifier is None:
+            from .notify import Notifier   # lazy: only runs that post to webhooks start its thread
+
+            self.notifier = Notifier(s.notify, run=logdir)
         install_signal_handlers()
         _install_interrupt_marker()
         self.active = True
@@ -140,7 +185,11 @@ class Pipeline:
         if layers.truncated_from:
             logger.info("tb-mindspore: %d parameters match the layer selection; keeping %d evenly spaced ones "
                         "(raise max_layers or narrow layers_include)", layers.truncated_from, len(ctx.layer_params))
-        if not ctx.layer_params:
+        ctx.frozen_params, ctx.frozen_why = frozen_layers(network_of(ctx), params, layers)
+        ctx.frozen_names = [p.name for p in ctx.frozen_params]
+        if ctx.frozen_names:
+            ctx.info["frozen_layers"] = [{"name": n, "why": w} for n, w in zip(ctx.frozen_names, ctx.frozen_why)]
+        if not ctx.layer_params and not ctx.frozen_params:
             logger.warning("tb-mindspore: no parameter matches the layer selection %s; per-layer series are off",
                            layers.describe())
 
@@ -176,6 +225,12 @@ class Pipeline:
             self.prev_time = time.perf_counter()
         elif self.active:
             self.begin_time = time.perf_counter()
+
+    def leave_out(self, seconds):
+        """``seconds`` of work between two steps that is neither waiting for data nor step time (a loop's own
+        evaluation or checkpoint, as ``Model.train``'s work between epochs)."""
+        if self.active and self.prev_time is not None:
+            self.prev_time += float(seconds)
 
     def step_begin(self, step, data_wait=True):
         """Before the step(s) ending at ``step`` run: the data wait, and the recorders' ``on_step_begin`` (their time
@@ -334,6 +389,9 @@ class Pipeline:
         _ACTIVE.discard(self)
         self.active = False
         self._call("close")
+        notifier, self.notifier = self.notifier, None
+        if notifier is not None:
+            notifier.close()
         writer, self.writer = self.writer, None
         if writer is not None:
             try:

@@ -465,6 +465,7 @@ class RankStatsRecorder(Recorder):
         event = metadata.health_event(rule, severity, step, first_step=first_step, message=message, advice=advice,
                                       source="live")
         w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
+        self.ctx.pipeline.notify(event)
         logger.warning("tb-mindspore: %s", message)
 
     def on_end(self, status):

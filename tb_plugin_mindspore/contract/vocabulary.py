@@ -51,6 +51,10 @@ QUANTITIES = {
     "sharpness_adam": {OURS: (md.SHARPNESS_PRECONDITIONED,)},
     "sharpness_threshold": {OURS: (md.SHARPNESS_THRESHOLD,)},
     "sharpness_ratio": {OURS: (md.SHARPNESS_RATIO,)},
+    # The largest attention logit (our probe's debug item "attention_logits"; mindformers and Megatron-LM log it for
+    # QK-Clip as max_attention_logit).
+    "max_attention_logit": {OURS: (md.ATTENTION_MAX_LOGIT,), MINDFORMERS: ("max_attention_logit",),
+                            PLAIN: ("max_attention_logits", "attention/max_logit", "max-attention-logit")},
 }
 
 # Per-layer quantity -> our per-layer vector tags, and per source the prefixes of families of per-layer scalars

@@ -29,6 +29,7 @@ from ..contract import run_end as run_end_contract
 from ..contract import run_info as run_info_contract
 from ..io import fs
 from ..sources import ms_logdir as ms_logdir_module
+from ..sources import points as points_module
 from ..sources import series_cache
 from ..sources.logdir import Sources, has_ms_files
 from ..sources.logdir_status import is_ms_summary_file
@@ -59,6 +60,28 @@ def run_dir(logdir, run):
     if path != base and not path.startswith(base + os.sep):
         return None
     return path
+
+
+def ms_files_closed(directory):
+    """True when ``directory`` holds MindSpore summary files (``*_MS``) and every one is closed: ``SummaryRecord``
+    makes its file read-only (mode 0400) when it closes it, MindSpore's own end marker. False while one is still
+    writable, None without any."""
+    found = False
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if not entry.is_file() or not is_ms_summary_file(entry.name):
+                continue
+            mode = entry.stat().st_mode
+        except OSError:
+            continue
+        found = True
+        if mode & 0o222:
+            return False
+    return True if found else None
 
 
 def file_stats(directory, predicate=_is_event_file):
@@ -94,6 +117,7 @@ class ProviderListing:
     """
 
     def __init__(self, sources, runs=None):
+        self.sources = sources
         runs = set(runs) if runs else None     # only these runs (None: all)
         self.scalars = series_cache.only(sources.last_scalars(), runs)
         self.ours, self.landscapes = {}, {}
@@ -119,11 +143,15 @@ class ProviderListing:
         names, the event files' size and modification time (hashable)."""
         scalars = self.scalars.get(run) or {}
         read = tuple(sorted((t, int(d.step), float(d.wall_time)) for t, d in scalars.items() if is_needed_tag(t)))
+        # Which door answers each series read (the store of every point once it caught up, else TensorBoard's
+        # sample): a run is judged again when its series move to the door that holds every point.
+        doors = tuple(sorted((tag, token.door) for (_, tag), token in self.sources.tokens(
+            [run], [t for t, _, _ in read]).items()))
         ours = tuple(sorted((t, int(ts.max_step), float(ts.max_wall_time))
                             for t, (_, ts) in (self.ours.get(run) or {}).items()))
         directory = run_dir(logdir, run)
         files = file_stats(directory) if directory is not None else None
-        return (read, frozenset(scalars), ours, self.histograms.get(run, ()), files)
+        return (read, doors, frozenset(scalars), ours, self.histograms.get(run, ()), files)
 
 
 def _rule_reads(content, tag):
@@ -153,23 +181,37 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
 def read_runs(sources, listing, names, logdir=None, now=None, problems=None):
     """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
 
-    Reads, through ``sources`` (bound to the request), every point it holds of the series a rule uses: one call for
-    the scalars of all these runs, one for our plugin's series, one for our JSON records. ``problems``: a list that
-    gets every JSON record left out (run information, health events, run end markers)."""
+    Reads, through ``sources`` (bound to the request), the series a rule uses: each scalar as the tab's charts read
+    it (``Sources.many``: the final timeline of every point, with its interval band, from the best door), then in
+    one call each our plugin's other series (per-layer vectors, and the bands the timelines did not carry) and our
+    JSON records. ``problems``: a list that gets every JSON record left out (run information, health events, run
+    end markers)."""
     now = time.time() if now is None else float(now)
     names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
     if not names:
         return []
-    scalar_tags = {run: sorted(t for t in (listing.scalars.get(run) or {}) if is_needed_tag(t)) for run in names}
-    scalar_data = sources.points(SCALARS_PLUGIN, scalar_tags, scalar=True)
+    scalar_data, banded = {}, {}
+    for run in names:
+        tags = sorted(t for t in (listing.scalars.get(run) or {}) if is_needed_tag(t))
+        timelines = sources.many(run, tags) if tags else {}
+        scalar_data[run] = {tag: points_module.Points(tl.steps, tl.walls, tl.values)
+                            for tag, tl in timelines.items()}
+        banded[run] = {tag: tl.band for tag, tl in timelines.items() if tl.band is not None}
     ours = {run: listing.ours.get(run) or {} for run in names}
-    tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") not in _JSON_KINDS)
+    tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") not in _JSON_KINDS
+                               and not _banded(t, c, banded[run]))
                    for run, tags in ours.items()}
     tensor_data = sources.points(metadata.PLUGIN_NAME, tensor_tags, scalar=False)
     records = sources.records({
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
     return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
-                        _json_facts(ours[run], records.get(run) or {}, problems, run)) for run in names]
+                        _json_facts(ours[run], records.get(run) or {}, problems, run), bands=banded[run])
+            for run in names]
+
+
+def _banded(tag, content, bands):
+    """Whether ``tag`` is the interval band of a scalar whose timeline already carries it."""
+    return content.get("kind") == metadata.KIND_INTERVAL and interval_contract.scalar_tag(tag, content) in bands
 
 
 # Our series that hold one JSON object per record, read whole and decoded by their contract module.
@@ -235,9 +277,10 @@ def _step(datum):
     return datum.step
 
 
-def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=({}, [], None)):
+def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=({}, [], None), bands=None):
     """One :class:`RunSeries` from ``{tag: points.Points}`` of its scalars and of our plugin's series; ``facts``:
-    what :func:`_json_facts` decoded (run information, health events, run end marker)."""
+    what :func:`_json_facts` decoded (run information, health events, run end marker); ``bands``: ``{scalar tag:
+    IntervalTable}`` read with the scalars (the timelines' bands)."""
     info, events, run_end = facts
     scalars = {}
     first_wall, last_wall = None, None
@@ -255,7 +298,8 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
         wall = getattr(datum, "wall_time", None)
         if wall is not None and math.isfinite(wall):
             last_wall = wall if last_wall is None else max(last_wall, wall)
-    intervals, layers = {}, {}
+    intervals = {tag: IntervalSeries.from_table(tag, band) for tag, band in (bands or {}).items()}
+    layers = {}
     contents = listing.ours.get(run) or {}
     for tag, pts in tensor_points.items():
         content = (contents.get(tag) or (None, None))[0]
@@ -275,7 +319,8 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
             keep = [i for i, v in enumerate(decoded) if v is not None]
             if keep:
                 layers[tag] = LayerSeries.from_rows(tag, names_, pts.steps[keep], pts.walls[keep],
-                                                    [decoded[i] for i in keep])
+                                                    [decoded[i] for i in keep],
+                                                    frozen=layers_contract.frozen(content))
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     last_step = max((int(s.steps[-1]) for s in scalars.values() if len(s.steps)), default=None)
     if run_end is not None and last_step is not None and int(run_end.get("step", 0)) < last_step:
@@ -285,6 +330,7 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
         total, newest, count = file_stats(directory, is_data_file)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
         state.directory = directory
+        state.ms_closed = ms_files_closed(directory)
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
                      health_events=events, run_end=run_end, histogram_tags=listing.histograms.get(run, ()), other_tags=other,
                      landscape_tags=tuple(sorted(listing.landscapes.get(run, ()))))
@@ -366,6 +412,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         if directory is not None:
             total, newest, count = file_stats(directory, is_ms_summary_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
+            state.ms_closed = ms_files_closed(directory)
         info = {}
         if not scalars:
             holds = _ms_holds(reader, run, tags)

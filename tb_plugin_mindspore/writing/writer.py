@@ -165,8 +165,9 @@ class SummaryWriter:
     def interval(self, scalar_tag, minimum, mean, maximum, count, nonfinite, step, wall_time=None):
         self._submit(step, wall_time, summary.interval, (scalar_tag, minimum, mean, maximum, count, nonfinite))
 
-    def layers(self, tag, layer_names, values, step, wall_time=None):
-        self._submit(step, wall_time, summary.layers, (tag, tuple(layer_names), values))
+    def layers(self, tag, layer_names, values, step, wall_time=None, frozen=()):
+        """One value per layer; ``frozen``: the names the optimizer does not train (marked in the content)."""
+        self._submit(step, wall_time, summary.layers, (tag, tuple(layer_names), values, "", tuple(frozen)))
 
     def histogram(self, tag, values, step, wall_time=None):
         self._submit(step, wall_time, summary.histogram, (tag, values))
