@@ -47,6 +47,9 @@ THROUGHPUT = "core/throughput"                # samples per second
 # One-off time not counted in step time: the first step (graph compilation) and the first debug point (monitoring
 # graphs compiled once), written at the step where it was spent.
 COMPILE_MS = "core/compile_ms"
+# The CPU time per step that the monitor's own hooks took on the training thread since the previous core point (the
+# user's evaluation left out): what monitoring costs, in a unit that other processes on the machine do not inflate.
+MONITOR_CPU_MS = "core/monitor_cpu_ms"
 
 EVAL_LOSS = "diagnostic/eval_loss"
 EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>

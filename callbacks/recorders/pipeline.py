@@ -32,6 +32,9 @@ _ACTIVE = weakref.WeakSet()        # pipelines of runs in progress (marked inter
 _SIGNALS_DONE = set()
 
 
+# The clock of the cost of recording (core/monitor_cpu_ms): the training thread's CPU time.
+_monitor_clock = time.thread_time
+
 # Parameters of the network that are state, not weights (BatchNorm's moving statistics): never "frozen layers".
 _STATE_PARAMS = ("moving_mean", "moving_variance")
 
@@ -95,6 +98,9 @@ class Pipeline:
         self._time_steps = 0
         self._wait_ms = None
         self._last_outputs = self._last_inputs = None
+        # The CPU time of recording the points (the evaluation left out) on the training thread since the last core
+        # point, per step: core/monitor_cpu_ms, which other processes on the machine do not inflate.
+        self._monitor_cpu = 0.0
 
     @property
     def wants_step_begin(self):
@@ -303,6 +309,13 @@ class Pipeline:
                                     inputs=self._last_inputs, outputs=self._last_outputs))
 
     def _points(self, record):
+        cpu = _monitor_clock()
+        try:
+            self._record_points(record)
+        finally:
+            self._monitor_cpu += _monitor_clock() - cpu
+
+    def _record_points(self, record):
         step = record.step
         if "core" in record.due:
             self._read_core(record)
@@ -321,7 +334,10 @@ class Pipeline:
         for kind in ("diagnostic", "eval"):
             if kind in record.due:
                 self.last[kind] = step
+                cpu = _monitor_clock()
                 self._call("on_point", dataclasses.replace(record, due=frozenset([kind])))
+                if kind == "eval":     # the user's evaluation, not the cost of recording
+                    self._monitor_cpu -= _monitor_clock() - cpu
 
     def _read_core(self, record):
         record.first_step = self.last["core"] + 1
@@ -338,6 +354,19 @@ class Pipeline:
             self._times.reset()
             self._time_total = 0.0
             self._time_steps = 0
+        self._write_monitor_cpu(record.step, record.step - record.first_step + 1)
+
+    def _write_monitor_cpu(self, step, steps):
+        """core/monitor_cpu_ms: the CPU time per step that recording the points took on the training thread since
+        the last core point (this point's own work counts in the next interval; work on other threads, the writer's
+        or MindSpore's, is not in it, nor the fixed cost of every step, which is
+        measured apart in BENCHMARKS.md)."""
+        if steps > 0 and self.writer is not None:
+            try:
+                self.writer.scalar(metadata.MONITOR_CPU_MS, max(self._monitor_cpu, 0.0) * 1000.0 / steps, step)
+            except Exception:
+                self.error("monitor CPU time")
+        self._monitor_cpu = 0.0
 
     def _write_compile_ms(self, step):
         """One value per step of the one-off time spent there (first step and first debug point may coincide)."""

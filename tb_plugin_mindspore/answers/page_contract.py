@@ -60,6 +60,7 @@ AXES = {
     md.STEP_TIME_MS: ("step time", "ms"),
     md.THROUGHPUT: ("throughput", "samples/s"),
     md.COMPILE_MS: ("compile time", "ms"),
+    md.MONITOR_CPU_MS: ("monitoring's CPU time per step", "ms"),
     md.EVAL_LOSS: ("eval loss", ""),
     md.WEIGHT_NORM_GLOBAL: ("weight L2 norm", ""),
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),

@@ -162,6 +162,30 @@ class EventSeries:
         finally:
             self._read_lock.release()
 
+    def take(self, run, folder, name, mf, payloads):
+        """Adds ``payloads``, read by another reader from event file ``name`` of ``run`` through ``mf`` (its
+        ``ms_files.MsFile``), as if read here: the commands' event reader reads each file once for both. ``mf`` is
+        kept, so a later :meth:`sync` goes on from where it stopped; a file read again from its start (another
+        ``mf``) starts the run over. Call :meth:`taken` once the files were read to their end."""
+        with self._lock:
+            r = self._runs.get(run)
+            if r is None or (name in r.files and r.files[name] is not mf):
+                r = self._runs[run] = _Run(folder)
+        if name not in r.files:
+            r.files[name] = mf
+            r.order.append(name)
+        if payloads:
+            self._add(r, name, payloads, mf)
+
+    def taken(self):
+        """Every run given to :meth:`take` is read to the end of its files: later reads are only what is new."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for r in runs:
+            r.caught_up = True
+            for series in list(r.scalars.values()) + list(r.intervals.values()):
+                series.shrink()
+
     def _read_run(self, run, r, budget):
         names = self._event_files(r.folder)
         if r.order and (names[:len(r.order)] != r.order

@@ -138,11 +138,11 @@ class Sources:
         """``tb-mindspore check`` / ``report``: the event files under ``events_root`` read whole by the plugin's own
         record reader (every point kept, :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS``
         files under ``ms_root`` read completely (none without ``ms_root``); ``logdir``: where the run folders really
-        are (default ``events_root``). A local ``events_root`` also gets the plugin's own store of every point of the
-        runs' event files, read to their end (:func:`read_events`): the series the tab's charts and Health panel
-        read."""
-        provider = load_provider(events_root)
-        events = read_events(events_root, provider) if not fs.is_remote(events_root) else None
+        are (default ``events_root``). A local ``events_root`` also gets the tab's store of every point
+        (``event_series``: the final timelines and their bands that the charts and the Health panel read), filled by
+        the same read: each event file is read once."""
+        events = None if fs.is_remote(events_root) else event_series.EventSeries(events_root)
+        provider = load_provider(events_root, store=events)
         if not ms_root or not has_ms_files(ms_root):
             return cls(provider, logdir or events_root, events=events)
         ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
@@ -355,27 +355,14 @@ class Sources:
 
 
 # -- a logdir read whole, for the commands ------------------------------------------------------------------------
-def load_provider(logdir):
+def load_provider(logdir, store=None):
     """A data provider over the event files under ``logdir`` (local or a URL) with every point of every scalar and
     of this plugin's series, read completely by the plugin's own record reader (``event_provider.py``; TensorBoard's
-    Python loader listed a run's folder once per file it read: quadratic in the number of files)."""
+    Python loader listed a run's folder once per file it read: quadratic in the number of files); ``store``: an
+    ``event_series.EventSeries`` filled by the same read."""
     from . import event_provider   # lazy: start-up cost of TensorBoard's migrations (the commands only)
 
-    return event_provider.load(logdir)
-
-
-def read_events(events_root, provider):
-    """An ``event_series.EventSeries`` of ``events_root`` holding every run ``provider`` lists with scalars, each
-    read to the end of its event files now (no background thread: for the commands)."""
-    from tensorboard import context as tb_context   # lazy: start-up cost of TensorBoard's request context
-
-    events = event_series.EventSeries(events_root)
-    runs = provider.list_scalars(tb_context.RequestContext(), experiment_id="", plugin_name=SCALARS_PLUGIN)
-    for run in sorted(runs):
-        if events.want(run):
-            while events.sync(run, max_bytes=64 << 20, wait=None):
-                pass
-    return events
+    return event_provider.load(logdir, store=store)
 
 
 def has_ms_files(path):
