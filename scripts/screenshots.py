@@ -21,7 +21,9 @@ from playwright.sync_api import sync_playwright
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-CORE_DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=chart][data-tier=core]')];"
+# Every core chart in the first screen drawn (charts below it are drawn when scrolled to).
+CORE_DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=chart][data-tier=core]')]"
+              ".filter((x) => x.getBoundingClientRect().top < window.innerHeight);"
               " return c.length > 0 && c.every((x) => x.dataset.state === 'drawn'); }")
 
 
