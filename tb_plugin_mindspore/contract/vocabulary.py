@@ -86,11 +86,17 @@ _HF_EVAL_PREFIX = "eval/"
 _MINDFORMERS_DEBUG_PREFIXES = ("local_loss/",)
 
 
+# The sources whose tags of our quantities are drawn in our charts: tags that only they write (``train/loss``,
+# ``loss/auto``); a plain ``loss`` or ``throughput`` may be anything and keeps its own chart.
+_SAME_AS_SOURCES = (HUGGINGFACE, SUMMARY_COLLECTOR)
+
+
 def _same_as_table():
     out = {}
     for quantity, by_source in QUANTITIES.items():
-        for tag in by_source.get(HUGGINGFACE, ()):
-            out[tag] = by_source[OURS][0]
+        for source in _SAME_AS_SOURCES:
+            for tag in by_source.get(source, ()):
+                out[tag] = by_source[OURS][0]
     return out
 
 
@@ -99,7 +105,8 @@ _SAME_AS = None
 
 def same_as(tag):
     """Our tag of the same quantity for a Hugging Face Trainer tag (``train/loss`` -> ``core/loss``,
-    ``eval/accuracy`` -> ``diagnostic/eval/accuracy``), else None: the dashboard draws it in that chart."""
+    ``eval/accuracy`` -> ``diagnostic/eval/accuracy``) or a MindSpore ``SummaryCollector`` tag (``loss/auto`` ->
+    ``core/loss``), else None: the dashboard draws it in that chart."""
     global _SAME_AS
     if _SAME_AS is None:
         _SAME_AS = _same_as_table()

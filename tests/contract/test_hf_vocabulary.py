@@ -20,6 +20,8 @@ def test_hf_quantities_are_ours_and_bookkeeping_is_other():
     assert vocabulary.same_as("eval/accuracy") == metadata.EVAL_METRIC_PREFIX + "accuracy"
     for tag in ("eval/runtime", "train/epoch", "train/total_flos", "core/loss", "train/lr", "loss"):
         assert vocabulary.same_as(tag) is None, tag
+    # MindSpore's SummaryCollector loss is drawn in the loss chart too (its parameter histograms stay its own).
+    assert vocabulary.same_as("loss/auto") == metadata.LOSS and vocabulary.same_as("dense.weight/auto") is None
     for tag in vocabulary.HF_BOOKKEEPING:
         assert vocabulary.tier_of(tag) == metadata.OTHER, tag
     assert vocabulary.tier_of("grad_norm/bert.encoder.layer.0.output.dense.weight") == metadata.DEBUG
