@@ -184,31 +184,34 @@ class _RankFolder(_Rank):
             except OSError as e:
                 self.error = str(e)[:200]
                 continue
-            res = records.scan(buf, state[0])   # damaged records skipped, the framing found again
-            if res.problems:
-                offset, reason = res.problems[0]
-                self.error = ("%s at byte %d" % (reason, offset))[:200]
-            for data in res.payloads:
-                event = event_pb2.Event()
-                try:
-                    event.ParseFromString(data)
-                except Exception:
-                    continue
-                if not event.HasField("summary"):
-                    continue
-                for value in event.summary.value:
-                    field = _TAG_FIELD.get(value.tag)
-                    if field is None:
+            offset = 0
+            try:
+                for _, nxt, data in records.read_records(buf):
+                    offset = nxt
+                    if data is None:
                         continue
-                    number = _scalar_of(value)
-                    if number is None:
+                    event = event_pb2.Event()
+                    try:
+                        event.ParseFromString(data)
+                    except Exception:
                         continue
-                    s, w, v = self._points.setdefault(field, ([], [], []))
-                    s.append(event.step)
-                    w.append(event.wall_time)
-                    v.append(number)
-                    changed = True
-            state[0] += res.consumed
+                    if not event.HasField("summary"):
+                        continue
+                    for value in event.summary.value:
+                        field = _TAG_FIELD.get(value.tag)
+                        if field is None:
+                            continue
+                        number = _scalar_of(value)
+                        if number is None:
+                            continue
+                        s, w, v = self._points.setdefault(field, ([], [], []))
+                        s.append(event.step)
+                        w.append(event.wall_time)
+                        v.append(number)
+                        changed = True
+            except records.RecordError as e:
+                self.error = str(e)[:200]
+            state[0] += offset
             if state[0] < size and not self.error:
                 self._stamp = None      # more to read next time
         if changed:

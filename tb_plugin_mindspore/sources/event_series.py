@@ -5,7 +5,7 @@ TensorBoard's loaders keep a sample of each series (10,000 scalars per tag with 
 cannot be zoomed into exactly through them. This reader keeps every point compactly instead, for the runs the tab
 asked for (``want``): the run's event files (names holding ``tfevents``, directly in the run's folder, in name
 order as TensorBoard reads them) are read incrementally with the same record reader as ``*_MS`` files
-(``io.records.RecordFile``: damaged records skipped, replaced files read again), each file a new segment of its series
+(``ms_files.MsFile``: damaged records skipped, replaced files read again), each file a new segment of its series
 (``timeline``). A scalar is what TensorBoard takes for one: a ``simple_value``, or a tensor of the ``scalars``
 plugin; an interval series is this plugin's ``interval/<tag>`` rows.
 
@@ -24,8 +24,8 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2, types_pb2
 
 from .. import metadata
-from ..io import fs, records
-from . import points, series_store
+from ..io import fs
+from . import ms_files, points, series_store
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class EventSeries:
         for name in names:
             mf = r.files.get(name)
             if mf is None:
-                mf = r.files[name] = records.RecordFile(fs.join(r.folder, name))
+                mf = r.files[name] = ms_files.MsFile(fs.join(r.folder, name), kind="summary")
                 r.order.append(name)
             if mf.stat_size() <= mf.offset:
                 continue

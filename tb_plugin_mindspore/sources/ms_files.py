@@ -5,10 +5,19 @@
 (``u64 length | masked crc32c(length) | payload | masked crc32c(payload)``); the payload is MindSpore's ``Event``
 (summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore.
 
-:class:`MsFile` reads one file from where it stopped last time with the one record reader
-(``io.records.RecordFile``: incomplete records left for later, damaged ones skipped and reported, the framing found
-again after a bad length, replaced files read again, never raising on file contents) and decodes its payloads; a
-payload that does not decode is skipped and reported as a problem ``(offset, reason)`` too.
+:class:`MsFile` reads one file from where it stopped last time:
+
+* A record cut off at the end (the writer has not finished it) is left for the next call, never reported.
+* A record whose payload checksum is wrong, or whose payload does not decode, is skipped and reported as a
+  problem ``(offset, reason)``; reading goes on with the next record.
+* A record whose length checksum is wrong loses the framing: the reader reports it once, then searches forward for
+  the next position that holds a valid record and resumes there (the bytes in between are reported as skipped).
+* Reading never raises on file contents; an unreadable file (permissions, vanished) is reported once and retried.
+* Only regular files are opened (without blocking): a FIFO, socket or device named like a summary file is reported
+  once and never read; a symbolic link loop is reported as unreadable.
+* A file replaced in place (another inode, shorter than what was read, or other first bytes) is read again from
+  the start: ``restarts`` counts it, so the caller can drop what it kept from the old file. A vanished file sets
+  ``gone``.
 
 The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`landscape_dict`,
 :func:`lineage_update`) turn the messages into plain Python / numpy values; ``ms_logdir.MsLogdir`` and
@@ -17,14 +26,35 @@ The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`la
 
 import json
 import os
+import re
+import stat
+import struct
 
+import google_crc32c
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..io import ms_proto, records
+from ..io import fs, ms_proto
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"
+HEADER_BYTES = 12
+FOOTER_BYTES = 4
+# A length above this is treated as corruption even if its checksum matches (no real event is this large).
+MAX_RECORD_BYTES = 256 << 20
+# Problems kept per file; later ones are only counted.
+MAX_PROBLEMS_PER_FILE = 50
+# A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
+# costs no memory), and is read once into its own buffer.
+LARGE_RECORD_BYTES = 8 << 20
+# First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
+HEAD_BYTES = 64
+
+_U64 = struct.Struct("<Q").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_crc = google_crc32c.value
+_ZERO4 = b"\x00\x00\x00\x00"
+_NONZERO = re.compile(rb"[^\x00]")
 
 
 def file_kind(name):
@@ -36,13 +66,295 @@ def file_kind(name):
     return "summary"
 
 
-class MsFile(records.RecordFile):
-    """Incremental reader of one ``_MS`` or ``_lineage`` file (``records.RecordFile``), ``kind`` ``"summary"`` /
-    ``"lineage"``, its payloads decoded by :meth:`read_events`."""
+def _masked(crc):
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _header_ok(buf, off):
+    return _masked(_crc(buf[off:off + 8])) == _U32(buf, off + 8)[0]
+
+
+def _find_resync(buf, start):
+    """First offset >= start that holds a plausible record header (and a valid payload if complete), else None.
+
+    Candidates need the four high bytes of the length to be zero (records are < 4 GiB), which ``bytes.find`` finds
+    at C speed; runs of zero bytes are skipped as a whole (an all-zero header is never valid).
+    """
+    end = len(buf)
+    pos = start
+    while pos + HEADER_BYTES <= end:
+        j = buf.find(_ZERO4, pos + 4)
+        if j < 0:
+            return None
+        p = j - 4
+        if p + HEADER_BYTES > end:
+            return None
+        if buf[p + 8:p + 12] == _ZERO4 and buf[p:p + 4] == _ZERO4:
+            m = _NONZERO.search(buf, p)
+            if m is None:
+                return None
+            pos = max(p + 1, m.start() - 11)
+            continue
+        if _header_ok(buf, p):
+            (n,) = _U64(buf, p)
+            stop = p + HEADER_BYTES + n
+            if n <= MAX_RECORD_BYTES:
+                if stop + FOOTER_BYTES > end:
+                    return p
+                if _masked(_crc(buf[p + HEADER_BYTES:stop])) == _U32(buf, stop)[0]:
+                    return p
+        pos = p + 1
+    return None
+
+
+class ScanResult:
+    __slots__ = ("payloads", "offsets", "consumed", "problems", "need", "resyncing")
+
+    def __init__(self):
+        self.payloads = []
+        self.offsets = []
+        self.consumed = 0
+        self.problems = []
+        self.need = 0          # bytes (from ``consumed``) the next record needs, when it is incomplete
+        self.resyncing = False
+
+
+def scan(buf, base=0, resyncing=False):
+    """Splits ``buf`` (the file's bytes from offset ``base``) into record payloads.
+
+    Returns a :class:`ScanResult`: the payloads with good checksums and their file offsets, ``consumed`` (how many
+    bytes of ``buf`` are done with; the next read starts at ``base + consumed``), problems as
+    ``(file offset, reason)`` and, if the last record is incomplete, ``need`` = its full size. ``resyncing``: the
+    previous call stopped inside a damaged region (no new problem is reported for it).
+    """
+    res = ScanResult()
+    payloads, offsets, problems = res.payloads, res.offsets, res.problems
+    app, oapp = payloads.append, offsets.append
+    end = len(buf)
+    off = 0
+    if resyncing:
+        nxt = _find_resync(buf, 0)
+        if nxt is None:
+            res.consumed = max(0, end - (HEADER_BYTES - 1))
+            res.resyncing = True
+            return res
+        problems.append((base + nxt, "resynchronized: next valid record"))
+        off = nxt
+    while off + HEADER_BYTES <= end:
+        (n,) = _U64(buf, off)
+        stop = off + HEADER_BYTES + n
+        if stop + FOOTER_BYTES <= end:
+            data = buf[off + HEADER_BYTES:stop]
+            crc = _crc(data)
+            if (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF == _U32(buf, stop)[0]:
+                app(data)
+                oapp(base + off)
+                off = stop + FOOTER_BYTES
+                continue
+            # Payload checksum wrong: the payload is damaged if the length is right, else the framing is lost.
+            if n <= MAX_RECORD_BYTES and _header_ok(buf, off):
+                problems.append((base + off, "bad payload checksum; record skipped"))
+                off = stop + FOOTER_BYTES
+                continue
+        elif n <= MAX_RECORD_BYTES and _header_ok(buf, off):
+            res.need = stop + FOOTER_BYTES - off
+            break                      # incomplete record: wait for the writer
+        reason = "bad length checksum" if not _header_ok(buf, off) else "record length %d too large" % n
+        nxt = _find_resync(buf, off + 1)
+        if nxt is None:
+            problems.append((base + off, reason + "; skipping to the next valid record"))
+            res.consumed = max(off + 1, end - (HEADER_BYTES - 1))
+            res.resyncing = True
+            return res
+        problems.append((base + off, "%s; skipped %d bytes" % (reason, nxt - off)))
+        off = nxt
+    else:
+        if off < end:
+            res.need = HEADER_BYTES
+    res.consumed = off
+    return res
+
+
+class MsFile:
+    """Incremental reader of one ``_MS`` or ``_lineage`` file.
+
+    Attributes: ``path``, ``kind`` (``"summary"`` / ``"lineage"``), ``offset`` (bytes done with), ``records`` (good
+    records read), ``skipped`` (records or regions skipped), ``problems`` (first ``MAX_PROBLEMS_PER_FILE`` of
+    ``(offset, reason)``), ``problem_count`` (all of them), ``pending`` (bytes of an incomplete record at the end),
+    ``size`` (file size at the last look).
+    """
 
     def __init__(self, path, kind=None):
-        super().__init__(path)
+        self.path = path
         self.kind = kind or file_kind(os.path.basename(path)) or "summary"
+        self.offset = 0
+        self.records = 0
+        self.skipped = 0
+        self.problems = []
+        self.problem_count = 0
+        self.pending = 0
+        self.size = 0
+        self.restarts = 0        # times the file was found replaced and read again from the start
+        self.gone = False        # the path no longer exists
+        self._resyncing = False
+        self._io_error = None
+        self._identity = None    # (st_dev, st_ino) of the file read so far
+        self._head = b""         # its first HEAD_BYTES bytes
+        self._mtime = None
+        self._irregular = None
+
+    def problem(self, offset, reason):
+        self.problem_count += 1
+        if not reason.startswith("resynchronized"):
+            self.skipped += 1
+        if len(self.problems) < MAX_PROBLEMS_PER_FILE:
+            self.problems.append((offset, reason))
+
+    def _stat(self):
+        """``os.stat`` of the file, or None (reported once) when it is missing, unreadable or not a regular file."""
+        try:
+            st = fs.stat(self.path)
+        except OSError as e:
+            self.gone = isinstance(e, FileNotFoundError) and not fs.islink(self.path)
+            self._report_io(e)
+            return None
+        self.gone = False
+        if not stat.S_ISREG(st.st_mode):
+            what = _file_type(st.st_mode)
+            if self._irregular != what:
+                self._irregular = what
+                self.problem(0, "not a regular file (%s); never read" % what)
+                self.skipped -= 1
+            return None
+        self._irregular = None
+        return st
+
+    def stat_size(self):
+        """The file's current size (also kept in ``size``); a failure is reported once, like a read failure. A file
+        found replaced (see the module doc) is restarted here already, so that its new bytes count as unread."""
+        st = self._stat()
+        if st is not None:
+            if self._identity is not None and self.offset > 0:
+                changed = st.st_mtime_ns != self._mtime and st.st_size <= self.offset
+                if (st.st_dev, st.st_ino) != self._identity or st.st_size < self.offset or changed:
+                    try:
+                        with _open_regular(self.path) as f:
+                            self._check_identity(fs.fstat(f), f)
+                    except OSError as e:
+                        self._report_io(e)
+            self.size = st.st_size
+        return self.size
+
+    def _restart(self, why):
+        """The file was replaced: forget the old one and read the new one from the start."""
+        self.problem(self.offset, "file replaced (%s); read again from the start" % why)
+        self.skipped -= 1
+        self.restarts += 1
+        self.offset = 0
+        self.pending = 0
+        self._resyncing = False
+        self._identity = None
+        self._head = b""
+
+    def _check_identity(self, st, f):
+        """Notices a replaced file: another inode, shorter than what was read, or other first bytes."""
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and self.offset > 0:
+            if identity != self._identity:
+                self._restart("new inode")
+            elif st.st_size < self.offset:
+                self._restart("shrank from %d to %d bytes" % (self.offset, st.st_size))
+            elif self._head:
+                f.seek(0)
+                if f.read(len(self._head)) != self._head:
+                    self._restart("its first bytes changed")
+        self._identity = identity
+        self._mtime = st.st_mtime_ns
+        if len(self._head) < HEAD_BYTES and st.st_size > len(self._head):
+            f.seek(0)
+            self._head = f.read(HEAD_BYTES)
+
+    def has_unread(self):
+        """Whether complete records (or bytes still to search, after damage) may wait past ``offset``."""
+        if self.pending:
+            return self.size - self.offset > self.pending
+        slack = HEADER_BYTES - 1 if self._resyncing else 0
+        return self.size - self.offset > slack
+
+    def read_payloads(self, max_bytes):
+        """Reads up to about ``max_bytes`` new bytes; returns ``(payloads, offsets, bytes_read)``.
+
+        A single record larger than ``max_bytes`` is still read whole. Problems are recorded on the object.
+        """
+        if self._stat() is None:
+            return [], [], 0
+        try:
+            with _open_regular(self.path) as f:
+                st = fs.fstat(f)
+                if not stat.S_ISREG(st.st_mode):    # swapped for something else since the stat
+                    return [], [], 0
+                self._check_identity(st, f)
+                size = self.size = st.st_size
+                if size <= self.offset:
+                    return [], [], 0
+                want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
+                f.seek(self.offset)
+                buf = f.read(want)
+                res = scan(buf, self.offset, self._resyncing)
+                if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
+                    # One record larger than the chunk, and the file holds all of it.
+                    if res.need > LARGE_RECORD_BYTES and not self._resyncing:
+                        return self._read_large(f, res.need, size)
+                    f.seek(self.offset)
+                    buf = f.read(res.need)
+                    res = scan(buf, self.offset, self._resyncing)
+        except OSError as e:
+            self._report_io(e)
+            return [], [], 0
+        self._io_error = None
+        for offset, reason in res.problems:
+            self.problem(offset, reason)
+        self._resyncing = res.resyncing
+        reached_end = self.offset + len(buf) >= size
+        self.offset += res.consumed
+        # An incomplete record counts as pending only when it is the file's last one (not the end of a chunk).
+        self.pending = size - self.offset if res.need and reached_end else 0
+        self.records += len(res.payloads)
+        return res.payloads, res.offsets, len(buf)
+
+    def _read_large(self, f, total, size):
+        """One record of ``total`` bytes (header and footer included) at ``offset``, its length checksum good: the
+        payload checksum is computed chunk by chunk first, so a hostile length costs no memory; only a good payload
+        is then read, into one buffer."""
+        n = total - HEADER_BYTES - FOOTER_BYTES
+        start = self.offset + HEADER_BYTES
+        f.seek(start)
+        crc, left = 0, n
+        while left > 0:
+            chunk = f.read(min(left, LARGE_RECORD_BYTES))
+            if not chunk:
+                return [], [], 0
+            crc = google_crc32c.extend(crc, chunk)
+            left -= len(chunk)
+        footer = f.read(FOOTER_BYTES)
+        self._io_error = None
+        payloads, offsets = [], []
+        if len(footer) == FOOTER_BYTES and _masked(crc) == _U32(footer, 0)[0]:
+            f.seek(start)
+            payloads, offsets = [f.read(n)], [self.offset]
+            self.records += 1
+        else:
+            self.problem(self.offset, "bad payload checksum; record skipped")
+        self.offset += total
+        self.pending = 0
+        return payloads, offsets, total
+
+    def _report_io(self, error):
+        text = "%s: %s" % (type(error).__name__, error.strerror or error)
+        if self._io_error != text:
+            self._io_error = text
+            self.problem(self.offset, "cannot read file (%s); will retry" % text)
+            self.skipped -= 1  # nothing was skipped, only delayed
 
     def read_events(self, max_bytes):
         """Like :meth:`read_payloads` but decoded: returns ``(events, bytes_read)``, events as ``(offset, message)``.
@@ -59,6 +371,20 @@ class MsFile(records.RecordFile):
             except (DecodeError, RuntimeError, ValueError) as e:
                 self.problem(offset, "undecodable payload (%s); record skipped" % _short(e))
         return events, nread
+
+
+def _open_regular(path):
+    """Opens ``path`` for reading without blocking on a FIFO (the caller checks ``fstat`` before reading); a URL
+    through ``fs`` (each read one byte range)."""
+    return fs.open_regular(path)
+
+
+def _file_type(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "unknown file type"
 
 
 def _short(error):

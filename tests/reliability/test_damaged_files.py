@@ -15,6 +15,7 @@ import pytest
 
 from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.io import event_headers
+from tb_plugin_mindspore.sources import ms_files
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 
@@ -87,7 +88,7 @@ def _ms_files(ms_fixtures):
 
 
 def _ms_original(buf):
-    res = records.scan(buf)
+    res = ms_files.scan(buf)
     assert not res.problems and res.consumed == len(buf)
     return res.payloads, [off for off in res.offsets] + [len(buf)]
 
@@ -95,7 +96,7 @@ def _ms_original(buf):
 def _check_ms_truncations(buf, stride):
     payloads, starts = _ms_original(buf)
     for cut in _positions(len(buf), stride):
-        res = records.scan(buf[:cut])
+        res = ms_files.scan(buf[:cut])
         complete = sum(1 for end in starts[1:] if end <= cut)
         assert res.payloads == payloads[:complete] and not res.problems, cut
         assert res.consumed == starts[complete], cut
@@ -109,7 +110,7 @@ def _check_ms_flips(buf, stride, masks):
         for mask in masks:
             damaged = bytearray(buf)
             damaged[pos] ^= mask
-            res = records.scan(bytes(damaged))
+            res = ms_files.scan(bytes(damaged))
             got = [index.get(p) for p in res.payloads]
             assert None not in got and got == sorted(got), pos       # only written records, in order
             lost.append(len(payloads) - len(got))
