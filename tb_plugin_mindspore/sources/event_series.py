@@ -57,7 +57,7 @@ def run_folder(logdir, run):
 
 
 class _Run:
-    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up")
+    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up", "undecodable")
 
     def __init__(self, folder):
         self.folder = folder
@@ -68,6 +68,7 @@ class _Run:
         self.scalars = {}      # tag -> Series
         self.intervals = {}    # scalar tag -> Series of its interval rows
         self.version = 0
+        self.undecodable = 0   # records with good checksums that do not decode (skipped)
 
 
 class EventSeries:
@@ -110,6 +111,13 @@ class EventSeries:
         with self._lock:
             r = self._runs.get(run)
             return bool(r is not None and r.caught_up)
+
+    def skipped_undecodable(self, run):
+        """Whether records of the run were skipped because they do not decode: TensorBoard's fast loader stops
+        reading a file at such a record, so its sample of the series ends there while this store goes on."""
+        with self._lock:
+            r = self._runs.get(run)
+            return bool(r is not None and r.undecodable)
 
     def version(self, run):
         with self._lock:
@@ -177,7 +185,7 @@ class EventSeries:
                 return self._read_run(run, r, budget)   # replaced while being read: start over
             budget -= max(nread, 1)
             if payloads:
-                self._add(r, name, payloads)
+                self._add(r, name, payloads, mf)
             pending = pending or mf.has_unread()
         return pending
 
@@ -189,7 +197,7 @@ class EventSeries:
             pass
         return []
 
-    def _add(self, r, name, payloads):
+    def _add(self, r, name, payloads, mf=None):
         """Decodes ``payloads`` (event records of file ``name``) into the run's series, through compact buffers (no
         Python object kept per point)."""
         scalars, intervals = {}, {}
@@ -198,7 +206,8 @@ class EventSeries:
         for data in payloads:
             try:
                 event = parse(data)
-            except Exception:  # damaged content behind a good checksum: TensorBoard skips it too
+            except Exception:  # damaged content behind a good checksum: skipped (status names it, event_headers)
+                r.undecodable += 1
                 continue
             if not event.HasField("summary"):
                 continue
