@@ -47,6 +47,9 @@ THROUGHPUT = "core/throughput"                # samples per second
 # One-off time not counted in step time: the first step (graph compilation) and the first debug point (monitoring
 # graphs compiled once), written at the step where it was spent.
 COMPILE_MS = "core/compile_ms"
+# The CPU time per step that the monitor's own hooks took on the training thread since the previous core point (the
+# user's evaluation left out): what monitoring costs, in a unit that other processes on the machine do not inflate.
+MONITOR_CPU_MS = "core/monitor_cpu_ms"
 
 EVAL_LOSS = "diagnostic/eval_loss"
 EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>
@@ -65,6 +68,10 @@ UPDATE_RATIO_LAYERS = "debug/update_ratio"    # per-layer vector ||w_after - w_b
 GRAD_NORM_LAYERS = "debug/layer_grad_norm"    # per-layer vector
 ACTIVATION_PREFIX = "debug/activation/"       # debug/activation/<layer>: histograms
 DATA_WAIT_MS = "debug/data_wait_ms"
+# The largest attention logit q.k/sqrt(d) of the network's attention blocks on a few samples (debug item
+# "attention_logits"): over every block, and per block (a per-layer vector named by the block).
+ATTENTION_MAX_LOGIT = "debug/attention/max_logit"
+ATTENTION_MAX_LOGIT_LAYERS = "debug/attention/max_logit_layers"
 
 # Memory of the training process (core tier, at every core point): host resident set size, and the device memory
 # MindSpore's allocator holds where the backend reports it (nothing on CPU).
