@@ -18,7 +18,8 @@ from werkzeug import wrappers
 from . import metadata
 from .health import cache as health_cache
 from .health import cli as health_cli
-from .reading import batch, downsample, encode, histograms, layers, logdir_status, ms_provider, page_contract, provider
+from .reading import batch, downsample, encode, histograms, layers, logdir_spec, logdir_status, ms_provider
+from .reading import page_contract, provider
 from .reading import event_series, scalar_answer, series_cache
 
 logger = logging.getLogger(__name__)
@@ -107,21 +108,25 @@ class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
     def __init__(self, context):
-        self._logdir = getattr(context, "logdir", "") or ""
-        reload_interval = getattr(getattr(context, "flags", None), "reload_interval", 5.0)
+        flags = getattr(context, "flags", None)
+        # --logdir DIR, or --logdir_spec name1:DIR1,...: every reader below names runs as TensorBoard does.
+        self._roots = logdir_spec.Roots.from_flags(flags, "" if getattr(flags, "logdir_spec", "") and not getattr(
+            flags, "logdir", "") else getattr(context, "logdir", "") or "")
+        self._logdir = self._roots.logdir or ""
+        reload_interval = getattr(flags, "reload_interval", 5.0)
         # MindSpore's own *_MS files under the logdir are served next to the event files, through one provider.
         self._data_provider, self._ms = ms_provider.with_ms_files(
-            context.data_provider, self._logdir, reload_interval=reload_interval
+            context.data_provider, self._logdir, reload_interval=reload_interval, roots=self._roots
         )
         self._view = provider.DataView(self._data_provider, multiplexer=getattr(context, "multiplexer", None))
         self._cache = series_cache.ResponseCache()
         # Every point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
-        self._events = event_series.for_logdir(self._logdir, interval=reload_interval)
+        self._events = event_series.for_logdir(self._logdir, interval=reload_interval, roots=self._roots)
         self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None),
                                          events=self._events, ms=self._ms_logdir())
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
-        self._status = logdir_status.LogdirStatus(getattr(context, "logdir", "") or "")
+        self._status = logdir_status.for_roots(self._roots, self._logdir)
         # The status route's warnings walk every reader; under load one collection serves every caller for a second.
         self._warnings = series_cache.TtlMemo()
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
@@ -129,7 +134,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
         self._health_config = health_cli.config_from_settings(
             getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
-        self._health = health_cache.HealthCache(self._data_provider, logdir=self._logdir or None,
+        self._health = health_cache.HealthCache(self._data_provider,
+                                                logdir=(self._roots if self._roots.is_spec else self._logdir) or None,
                                                 config=self._health_config,
                                                 multiplexer=getattr(context, "multiplexer", None))
 
@@ -285,7 +291,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         if getattr(self, "_clusters", None) is None:
             from .reading import cluster
 
-            self._clusters = cluster.ClusterReader(self._logdir, self._cache)
+            self._clusters = cluster.ClusterReader(self._logdir, self._cache, roots=self._roots)
         return self._clusters
 
     @json_route

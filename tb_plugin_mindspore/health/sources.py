@@ -55,7 +55,11 @@ def _is_data_file(name):
 
 
 def run_dir(logdir, run):
-    """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``."""
+    """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``. ``logdir`` may
+    be the server's ``logdir_spec.Roots`` (``--logdir_spec``: run names as TensorBoard gives them)."""
+    if hasattr(logdir, "folder"):
+        folder = logdir.folder(run)
+        return None if folder is None or "://" in folder else folder
     if not logdir or "://" in str(logdir):
         return None
     base = os.path.abspath(os.path.expanduser(str(logdir)))
@@ -410,7 +414,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
             first_wall = lo if first_wall is None else min(first_wall, lo)
             last_wall = hi if last_wall is None else max(last_wall, hi)
         state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
-        directory = run_dir(getattr(reader, "logdir", None), run)
+        directory = run_dir(getattr(reader, "roots", None) or getattr(reader, "logdir", None), run)
         if directory is not None:
             total, newest, count = file_stats(directory, _is_ms_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count

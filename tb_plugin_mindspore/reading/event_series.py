@@ -35,9 +35,16 @@ _SCALAR, _INTERVAL, _OTHER = "scalar", "interval", "other"
 _INTERVAL_WIDTH = len(metadata.INTERVAL_FIELDS)
 
 
-def for_logdir(logdir, interval=5.0):
-    """A started :class:`EventSeries` of a local ``logdir``; None for none or a remote one (whose every read is a
-    request: there the routes use TensorBoard's sample)."""
+def for_logdir(logdir, interval=5.0, roots=None):
+    """A started :class:`EventSeries` of a local ``logdir`` (or of the local entries of ``roots``, a
+    ``logdir_spec.Roots`` of ``--logdir_spec``); None for none or a remote one (whose every read is a request:
+    there the routes use TensorBoard's sample)."""
+    if roots is not None and roots.is_spec:
+        if not roots or any(fs.is_remote(r.path) for r in roots):
+            return None
+        events = EventSeries(roots.spec, folder_of=roots.folder)
+        events.start(interval=interval)
+        return events
     if not logdir or fs.is_remote(logdir):
         return None
     events = EventSeries(logdir)
@@ -72,8 +79,9 @@ class _Run:
 class EventSeries:
     """See the module doc. ``logdir``: TensorBoard's (local path or URL)."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir, folder_of=None):
         self.logdir = str(logdir)
+        self._folder_of = folder_of or (lambda run: run_folder(self.logdir, run))
         self._runs = {}
         self._lock = threading.Lock()          # the runs table
         self._read_lock = threading.Lock()     # one reader at a time
@@ -87,7 +95,7 @@ class EventSeries:
         with self._lock:
             if run in self._runs:
                 return True
-            folder = run_folder(self.logdir, run)
+            folder = self._folder_of(run)
             if folder is None:
                 return False
             self._runs[run] = _Run(folder)

@@ -172,6 +172,7 @@ class LogdirStatus:
                         "of the logdir." % self._rel(blocking[0]))
         return {
             "logdir": logdir,
+            "started_with": ("--logdir " + logdir) if logdir else "",
             "logdir_abs": self._abs() if logdir and "://" not in logdir else logdir,
             "server_cwd": self._cwd,
             "has_data": bool(has_scalars),
@@ -200,3 +201,73 @@ class LogdirStatus:
             return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
                     "event_paths": [], "hostile": []}
         return scan(self._abs())
+
+
+class SpecStatus:
+    """The status of ``--logdir_spec name1:DIR1,name2:DIR2``: each entry looked at as a ``--logdir`` would be, the
+    answer saying what TensorBoard was started with (``roots``: a ``logdir_spec.Roots``)."""
+
+    def __init__(self, roots, cwd=None):
+        self._roots = roots
+        self._entries = [(root, LogdirStatus(root.path, cwd=cwd)) for root in roots]
+
+    def file_warnings(self):
+        out = []
+        for root, status in self._entries:
+            for w in status.file_warnings():
+                out.append(dict(w, run=self._roots.run_name(root, w["run"]),
+                                file=(root.name + "/" + w["file"]) if root.name else w["file"]))
+        return out
+
+    def describe(self, run_count, has_scalars):
+        started = self._roots.started_with()
+        entries = []
+        totals = {"event_files": 0, "ms_files": 0}
+        for root, status in self._entries:
+            counts = status._counts()
+            exists = "://" in root.path or os.path.isdir(root.path)
+            found = {k: counts[k] for k in totals}
+            entries.append({"name": root.name, "path": root.path, "exists": exists, "counts": found})
+            for k in totals:
+                totals[k] += found[k]
+        reason, message = None, ""
+        if not has_scalars:
+            if not self._entries:
+                reason = "no_logdir"
+                message = "TensorBoard was started with an empty --logdir_spec, so there is nothing to read."
+            else:
+                reason = ("no_logdir" if not any(e["exists"] for e in entries) else
+                          "no_event_files" if not totals["event_files"] and not totals["ms_files"] else
+                          "only_ms_files" if not totals["event_files"] else
+                          "waiting_for_flush" if not run_count else "no_scalars")
+                message = "TensorBoard was started with %s: %s." % (started, "; ".join(
+                    "%s (%s): %s" % (e["name"] or "no name", e["path"], _entry_words(e)) for e in entries))
+        return {
+            "logdir": self._roots.spec,
+            "started_with": started,
+            "logdir_spec": [{"name": r.name, "path": r.path} for r in self._roots],
+            "entries": entries,
+            "logdir_abs": None,
+            "server_cwd": os.getcwd(),
+            "has_data": bool(has_scalars),
+            "reason": reason,
+            "message": message,
+            "counts": dict(totals, runs=int(run_count)),
+        }
+
+
+def _entry_words(entry):
+    if not entry["exists"]:
+        return "the folder does not exist"
+    counts = entry["counts"]
+    if not counts["event_files"] and not counts["ms_files"]:
+        return "no event files or MindSpore summary files yet"
+    return "%d event files, %d MindSpore summary files" % (counts["event_files"], counts["ms_files"])
+
+
+def for_roots(roots, logdir=""):
+    """The status reader of the plugin: :class:`LogdirStatus` for ``--logdir``, :class:`SpecStatus` for
+    ``--logdir_spec``."""
+    if roots is not None and roots.is_spec:
+        return SpecStatus(roots)
+    return LogdirStatus(logdir or "")

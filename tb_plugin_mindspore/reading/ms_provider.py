@@ -53,8 +53,8 @@ def _thin(points, limit):
 class MsDataProvider(provider.DataProvider):
     """Read-only data provider over the ``*_MS`` files under ``logdir``."""
 
-    def __init__(self, logdir, reload_interval=5.0):
-        self.ms = MsLogdir(logdir)
+    def __init__(self, logdir, reload_interval=5.0, ms=None):
+        self.ms = ms if ms is not None else MsLogdir(logdir)
         self._reload_interval = reload_interval
         if reload_interval is not None and reload_interval > 0:
             self.ms.start(interval=reload_interval)
@@ -297,9 +297,17 @@ def ms_logdir_of(data_provider):
     return getattr(extra, "ms", None) if isinstance(extra, MsDataProvider) else None
 
 
-def with_ms_files(data_provider, logdir, reload_interval=5.0):
+def with_ms_files(data_provider, logdir, reload_interval=5.0, roots=None):
     """``data_provider`` merged with the ``*_MS`` files under ``logdir`` (a local folder, or a URL such as
-    ``s3://bucket/prefix`` read through ``reading/fs.py``)."""
+    ``s3://bucket/prefix`` read through ``reading/fs.py``), or under every entry of ``roots`` (a
+    ``logdir_spec.Roots``: ``--logdir_spec``, runs named as TensorBoard names them)."""
+    if roots is not None and roots.is_spec:
+        from .ms_roots import MsRoots
+
+        if not roots:
+            return data_provider, None
+        ms = MsDataProvider("", reload_interval=reload_interval, ms=MsRoots(roots))
+        return MergedProvider(data_provider, ms), ms
     if not logdir:
         return data_provider, None
     ms = MsDataProvider(logdir, reload_interval=reload_interval)

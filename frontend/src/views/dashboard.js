@@ -192,8 +192,10 @@ export class Dashboard {
         (st) => {
           this.status = st;
           this.warningsBanner.update(st.warnings);
-          this.logdirEl.textContent = st.logdir ? st.logdir : "(no logdir)";
-          this.logdirEl.title = st.logdir ? "Log directory: " + st.logdir : "";
+          // What TensorBoard was started with (--logdir DIR or --logdir_spec name:DIR,...).
+          const started = typeof st.started_with === "string" && st.started_with ? st.started_with : "";
+          this.logdirEl.textContent = st.logdir ? (started.startsWith("--logdir_spec") ? started : st.logdir) : "(no logdir)";
+          this.logdirEl.title = started ? "TensorBoard was started with " + started : "";
           this.app.dataset.statusState = "ready";
           return st;
         },
