@@ -81,7 +81,7 @@ setup(
         "mindspore": ["mindspore>=2.3", "numpy<2"],
         # Remote logdirs (s3:// and S3-compatible stores such as OBS); gs:// needs gcsfs, hdfs:// pyarrow.
         "remote": ["fsspec>=2023.1", "s3fs>=2023.1", "boto3"],
-        "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
+        "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8", "tensorboardX>=2.6",
                  "fsspec>=2023.1", "s3fs>=2023.1", "boto3", "moto[server]>=5"],
     },
     entry_points={

@@ -19,7 +19,7 @@ from . import metadata
 from .health import cache as health_cache
 from .health import cli as health_cli
 from .reading import batch, downsample, encode, histograms, layers, logdir_spec, logdir_status, ms_provider
-from .reading import page_contract, provider
+from .reading import page_contract, provider, run_fold
 from .reading import event_series, scalar_answer, series_cache
 
 logger = logging.getLogger(__name__)
@@ -115,14 +115,24 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._logdir = self._roots.logdir or ""
         reload_interval = getattr(flags, "reload_interval", 5.0)
         # MindSpore's own *_MS files under the logdir are served next to the event files, through one provider.
-        self._data_provider, self._ms = ms_provider.with_ms_files(
-            context.data_provider, self._logdir, reload_interval=reload_interval, roots=self._roots
+        # mindformers' training logs in run folders or named with --mindspore_mindformers_log (reading/log_source.py)
+        from .reading import log_source
+
+        logs = log_source.LogSource(self._roots, log_source.parse_flag(getattr(flags, "mindspore_mindformers_log",
+                                                                               None)))
+        merged, self._ms = ms_provider.with_ms_files(
+            context.data_provider, self._logdir, reload_interval=reload_interval, roots=self._roots, logs=logs
         )
-        self._view = provider.DataView(self._data_provider, multiplexer=getattr(context, "multiplexer", None))
+        # One run per training: rotated part folders and add_scalars key folders folded into their run.
+        self._data_provider, self._multiplexer = run_fold.folded(merged, getattr(context, "multiplexer", None),
+                                                                 self._roots)
+        self._folders = run_fold.RunFolders(self._roots, self._data_provider)
+        self._view = provider.DataView(self._data_provider, multiplexer=self._multiplexer)
         self._cache = series_cache.ResponseCache()
         # Every point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
-        self._events = event_series.for_logdir(self._logdir, interval=reload_interval, roots=self._roots)
-        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, getattr(context, "multiplexer", None),
+        self._events = event_series.for_logdir(self._logdir, interval=reload_interval, roots=self._roots,
+                                               folder_of=self._folders.folders)
+        self._batch = batch.ScalarsBatch(self._data_provider, self._cache, self._multiplexer,
                                          events=self._events, ms=self._ms_logdir())
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
@@ -135,9 +145,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._health_config = health_cli.config_from_settings(
             getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
         self._health = health_cache.HealthCache(self._data_provider,
-                                                logdir=(self._roots if self._roots.is_spec else self._logdir) or None,
+                                                logdir=self._folders if self._roots else None,
                                                 config=self._health_config,
-                                                multiplexer=getattr(context, "multiplexer", None))
+                                                multiplexer=self._multiplexer)
 
     def get_plugin_apps(self):
         return {
@@ -157,6 +167,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/media": self._serve_media, "/images": self._serve_images, "/image": self._serve_image,
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
+            "/table": self._serve_table, "/samples": self._serve_samples,
         }
 
     def is_active(self):
@@ -285,6 +296,27 @@ class MindSporePlugin(base_plugin.TBPlugin):
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
         return self._health.report_json(ctx, eid, runs=runs)
+
+    # -- layer x head / expert tables (reading/tables.py) ---------------------------------------------------------------
+    @json_route
+    def _serve_table(self, request):
+        if getattr(self, "_tables", None) is None:
+            from .reading import tables
+
+            self._tables = tables.TableReader(self._data_provider, self._cache)
+        ctx, eid = self._ctx(request)
+        run, tag = _required(request, "run"), _required(request, "tag")
+        return self._tables.table(ctx, eid, run, tag, _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1))
+
+    @json_route
+    def _serve_samples(self, request):
+        """The samples x axis of a run (reading/samples_axis.py)."""
+        if getattr(self, "_samples", None) is None:
+            from .reading import samples_axis
+
+            self._samples = samples_axis.SamplesAxis(self._data_provider, self._cache)
+        ctx, eid = self._ctx(request)
+        return self._samples.answer(ctx, eid, _required(request, "run"))
 
     # -- many ranks as one cluster (reading/cluster.py) ---------------------------------------------------------------
     def _cluster_reader(self):

@@ -139,6 +139,10 @@ export function normalizeTags(body) {
         // kind "layers": number of layers and where they come from ("vector" or "family")
         layers: Number.isFinite(t.layers) ? t.layers : null,
         source: t.source ? String(t.source) : null,
+        // mindformers: the tag's "<tag> vs samples" twin (a samples x axis), the loss it is a part of, per-rank values
+        samples_tag: t.samples_tag ? String(t.samples_tag) : null,
+        part_of: t.part_of ? String(t.part_of) : null,
+        per_rank: Boolean(t.per_rank),
       }));
     }
     runs[run] = byTier;

@@ -33,6 +33,22 @@ def run_folders(logdir):
     return out
 
 
+def fold_groups(folders):
+    """``{group: [folder, ...]}``: the run folders that may fold into one run (``reading/run_fold.py``: rotated
+    ``part_N`` folders with their run, add_scalars key folders below their run) under one key, the outermost run
+    folder among them."""
+    from ..reading.ms_logdir import part_of
+
+    bases = {n: part_of(n)[0] for n in folders}
+    known = set(bases.values())
+    out = {}
+    for name, base in bases.items():
+        parts = base.split("/")
+        key = next(("/".join(parts[:i]) for i in range(1, len(parts) + 1) if "/".join(parts[:i]) in known), base)
+        out.setdefault(key, []).append(name)
+    return out
+
+
 def default_jobs():
     """The processes to use: every core this process may run on."""
     try:
@@ -49,9 +65,10 @@ def report(logdir, config=None, problems=None, now=None, jobs=None):
     folders = run_folders(logdir)
     if problems or jobs == 1 or len(folders) < MIN_PARALLEL_RUNS:
         return engine.report(sources.runs_from_logdir(logdir, now=now, problems=problems), config)
-    names = sorted(folders)
+    groups = fold_groups(folders)   # the folders of one training (parts, add_scalars key folders) stay together
+    names = sorted(groups)
     shares = [names[i::jobs * 2] for i in range(jobs * 2)]
-    tasks = [(logdir, {n: folders[n] for n in share}, now, config) for share in shares if share]
+    tasks = [(logdir, {n: folders[n] for key in share for n in groups[key]}, now, config) for share in shares if share]
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         parts = list(pool.map(_check_share, tasks))
     return {"runs": sorted((r for part in parts for r in part), key=lambda r: r["run"])}

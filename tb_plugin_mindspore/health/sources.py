@@ -185,8 +185,11 @@ def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, no
                                      scalar=False, multiplexer=multiplexer)
     records = _json_records(data_provider, ctx, experiment_id, {
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
-    return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
+    runs = [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
                         _json_facts(ours[run], records.get(run) or {})) for run in names]
+    from . import foreign
+
+    return foreign.enrich(runs, data_provider, ctx, experiment_id)   # mindformers' config and files, closed *_MS
 
 
 # Our series that hold one JSON object per record, read whole and decoded by their contract module.
@@ -323,16 +326,21 @@ def logdir_provider(events_root, ms_root=None):
     point kept) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the ``*_MS`` files under
     ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no ``ms_root`` or no
     ``*_MS`` files in it)."""
-    from ..reading import ms_provider
+    from ..reading import log_source, logdir_spec, ms_provider, run_fold
 
     events = load_provider(events_root)
-    if not ms_root or not _has_ms_files(ms_root):
-        return events, None
-    ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
+    logs = None
+    if ms_root and not fs.is_remote(ms_root):   # mindformers' logs in run folders, as the tab reads them
+        logs = log_source.LogSource(logdir_spec.Roots.single(ms_root))
+        logs.reload()
+        logs = logs if logs.runs() else None
+    if not ms_root or (not _has_ms_files(ms_root) and logs is None):
+        return run_fold.folded(events)[0], None    # one run per training, as the tab folds them
+    ms = ms_provider.MsDataProvider(ms_root, reload_interval=None, logs=logs)
     for _ in range(100000):
         if not ms.ms.reload().pending:
             break
-    return ms_provider.MergedProvider(events, ms), ms
+    return run_fold.folded(ms_provider.MergedProvider(events, ms))[0], ms
 
 
 def runs_from_view(events_root, ms_root, logdir, now=None):
@@ -345,9 +353,12 @@ def runs_from_view(events_root, ms_root, logdir, now=None):
     from ..reading import provider as data_view
 
     ctx = tb_context.RequestContext()
+    from ..reading import logdir_spec, run_fold
+
     provider, ms = logdir_provider(events_root, ms_root)
     listing = ProviderListing(provider, ctx, "")
-    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=logdir, now=now)
+    folders = run_fold.RunFolders(logdir_spec.Roots.single(logdir), provider) if logdir else None
+    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=folders, now=now)
     taken = {r.run for r in runs}
     if ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
         runs += [r for r in runs_from_ms_logdir(ms.ms, now=now) if r.run not in taken]
@@ -418,6 +429,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         if directory is not None:
             total, newest, count = file_stats(directory, _is_ms_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
+            state.directory = directory
         info = {}
         if not scalars:
             holds = _ms_holds(reader, run, tags)
@@ -426,7 +438,9 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         out.append(RunSeries(run=run, scalars=scalars, state=state, info=info,
                              histogram_tags=tuple(tags.get("histograms", [])),
                              landscape_tags=tuple(tags.get("landscapes", []))))
-    return out
+    from . import foreign
+
+    return foreign.enrich(out)   # closed (read-only) *_MS files: the run ended
 
 
 def _ms_holds(reader, run, tags):

@@ -39,8 +39,11 @@ METRICS = {
     "host_memory_mb": ("Host memory (RSS)", "MB", "linear"),
     "device_memory_mb": ("Device memory", "MB", "linear"),
     "device_limit_mb": ("Device memory limit", "MB", "linear"),
+    "local_loss": ("Device-local loss", "", "linear"),
+    "local_grad_norm": ("Device-local gradient norm", "", "log"),
 }
-HEATMAP_METRICS = ("step_time_ms", "data_wait_ms", "grad_norm", "loss", "host_memory_mb", "device_memory_mb")
+HEATMAP_METRICS = ("step_time_ms", "data_wait_ms", "grad_norm", "loss", "local_grad_norm", "local_loss",
+                   "host_memory_mb", "device_memory_mb")
 
 _RANK_FILE = re.compile(r"^rank(\d+)" + re.escape(metadata.RANK_FILE_SUFFIX) + "$")
 _RANK_FOLDER = re.compile(r"^rank_?(\d+)$")

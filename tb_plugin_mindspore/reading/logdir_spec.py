@@ -137,7 +137,8 @@ class Roots:
         if found is None:
             return None
         root, rel = found
-        return root.path if rel == "." else fs.join(root.path, *rel.split("/"))
+        base = root.path if fs.is_remote(root.path) else os.path.expanduser(root.path)
+        return base if rel == "." else fs.join(base, *rel.split("/"))
 
     def started_with(self):
         """The flag TensorBoard was started with, as the status route says it."""

@@ -5,6 +5,7 @@ server's health configuration), so a renamed tag or a moved threshold reaches th
 """
 
 from .. import metadata as md
+from ..contract import mindformers as mf
 
 CONTRACT_VERSION = 1
 
@@ -25,7 +26,7 @@ TIER_TEXT = {
 
 # Core charts first in the order people read them (a tag's sub-series, e.g. learning_rate/group1, follow it).
 TAG_ORDER = (md.LOSS, md.LEARNING_RATE, md.GRAD_NORM, md.LOSS_SCALE, md.OVERFLOW_STEPS, md.STEP_TIME_MS,
-             md.THROUGHPUT)
+             md.THROUGHPUT) + mf.CORE_ORDER
 
 # Series of our callbacks a tier usually has; when some are absent the tier says which TrainMonitor option adds them.
 EXPECTED = {
@@ -60,6 +61,7 @@ AXES = {
     md.GRAD_NORM_LAYERS: ("gradient L2 norm", ""),
     md.DATA_WAIT_MS: ("data wait", "ms"),
 }
+AXES.update({tag: (label, unit) for tag, (_, label, unit) in mf.TAGS.items()})   # mindformers' tags
 # Reference lines drawn on a chart from another series of the same run: the edge-of-stability line (2/lr for SGD,
 # 38/lr for Adam's preconditioned sharpness; Cohen et al. 2021, 2022) on the sharpness charts.
 REFERENCES = {

@@ -33,7 +33,7 @@ export const SMOOTH_MIN_POINTS = 100;
 export function smoothedIsBold(prep, smoothing) {
   return smoothing > 0 && prep.finiteCount >= SMOOTH_MIN_POINTS;
 }
-export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time" };
+export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time", samples: "samples seen" };
 const NONFINITE_COLOR = "#d93025";
 const RESTART_COLOR = "rgba(95, 99, 104, 0.9)";
 const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
@@ -177,7 +177,7 @@ export class LineChart {
       }
     }
     const xValues =
-      opts.xAxis === "step"
+      opts.xAxis === "step" || opts.xAxis === "samples"
         ? (u, splits) => splits.map((v) => (v === null ? "" : formatStep(v)))
         : opts.xAxis === "relative"
           ? (u, splits) => splits.map((v) => (v === null ? "" : formatDuration(v)))

@@ -3,6 +3,7 @@
 // only asks for it when it is first scrolled into view.
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
+import { samplesOfRun } from "../samplesAxis.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
 import { fetchScalars, pointsForWidth } from "../api.js";
 import { axisOf, referenceOf } from "../contract.js";
@@ -131,6 +132,10 @@ export class ChartCard {
 
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
+    if (this.lastOpts && this.lastOpts.xAxis === "samples") {
+      const samplesOf = await samplesOfRun(r.run);
+      data = { ...data, samplesOf };
+    }
     if (!this.reference) return { ...r, data };
     const reference = await this.store.get(r.run, this.reference.tag, { refresh }).catch(() => null);
     return { ...r, data, reference, referenceLabel: this.reference.label };
@@ -194,6 +199,17 @@ export class ChartCard {
 
   renderNotes(runs, drawn) {
     clear(this.notes);
+    const noSamples = this.lastOpts && this.lastOpts.xAxis === "samples" ? runs.filter((r) => !r.data.samplesOf) : [];
+    if (noSamples.length) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "no-samples-note",
+          title: "The samples axis comes from mindformers' '<tag> vs samples' series (samples seen at each step).",
+          text: `no sample counts for ${noSamples.map((r) => r.run).join(", ")}: not drawn on the samples axis`,
+        }),
+      );
+    }
     const downsampled = runs.filter((r) => r.data.downsampled);
     if (downsampled.length) {
       const total = downsampled.reduce((s, r) => s + r.data.total_points, 0);
