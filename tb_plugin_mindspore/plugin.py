@@ -168,6 +168,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
             "/table": self._serve_table, "/samples": self._serve_samples,
+            "/graphs": self._serve_graphs, "/graph": self._serve_graph,
         }
 
     def is_active(self):
@@ -317,6 +318,24 @@ class MindSporePlugin(base_plugin.TBPlugin):
             self._samples = samples_axis.SamplesAxis(self._data_provider, self._cache)
         ctx, eid = self._ctx(request)
         return self._samples.answer(ctx, eid, _required(request, "run"))
+
+    # -- the model graph (reading/graphs.py) --------------------------------------------------------------------------
+    def _graph_reader(self):
+        if getattr(self, "_graphs", None) is None:
+            from .reading import graphs
+
+            self._graphs = graphs.GraphReader(self._data_provider, self._cache, self._ms_logdir())
+        return self._graphs
+
+    @json_route
+    def _serve_graphs(self, request):
+        ctx, eid = self._ctx(request)
+        return self._graph_reader().listing(ctx, eid)
+
+    @json_route
+    def _serve_graph(self, request):
+        ctx, eid = self._ctx(request)
+        return self._graph_reader().graph(ctx, eid, _required(request, "run"))
 
     # -- many ranks as one cluster (reading/cluster.py) ---------------------------------------------------------------
     def _cluster_reader(self):

@@ -144,12 +144,11 @@ def to_graphdef(nodes):
     for node in nodes:
         nd = g.node.add(name=node.name, op=node.op or "Unknown")
         nd.input.extend(node.inputs)
-        shapes = node.shape if node.shape and isinstance(node.shape[0], list) else [node.shape]
         if node.shape is not None:
             listed = attr_value_pb2.AttrValue.ListValue()
-            for s in shapes:
-                shape = tensor_shape_pb2.TensorShapeProto()
-                for d in (s if isinstance(s, list) else []):
+            for s in _shapes(node.shape):
+                shape = tensor_shape_pb2.TensorShapeProto(unknown_rank=s is None)
+                for d in s or ():
                     shape.dim.add(size=int(d))
                 listed.shape.append(shape)
             nd.attr["_output_shapes"].list.CopyFrom(listed)
@@ -158,6 +157,17 @@ def to_graphdef(nodes):
         for k, v in node.attrs.items():
             nd.attr[k].s = str(v).encode("utf-8")
     return g
+
+
+def _is_dims(shape):
+    return isinstance(shape, list) and all(isinstance(d, int) for d in shape)
+
+
+def _shapes(shape):
+    """The output shapes of a node: one for a tensor, one per element of a tuple (None: unknown)."""
+    if _is_dims(shape):
+        return [shape]
+    return [s if _is_dims(s) else None for s in shape] if isinstance(shape, list) else [None]
 
 
 def scope_counts(nodes, depth=1):
