@@ -161,6 +161,8 @@ class TrainMonitor(Callback):
         written out (``debug/flight/*``) when live health finds an anomaly, which then names the layer and step
         where it started; the debug tier is on for the 50 steps after (needs a MonitoredTrainCell).
       recorders: extra :class:`~tb_mindspore_callbacks.recorders.Recorder` objects to run with the built-in ones.
+      graph: record the model graph once, after the first step (GRAPH_MODE; what ``SummaryCollector(collect_graph=
+        True)`` records), as TensorBoard's GraphDef: TensorBoard's Graphs tab and the tab's Model graph section.
 
     Misuse (a bad regex, ``collect_freq <= 0``, an unknown debug item or metric) raises ValueError here, not
     during training.
@@ -172,8 +174,10 @@ class TrainMonitor(Callback):
                  activations_include=None, layers_include=None, layers_exclude=None,
                  max_layers=DEFAULT_MAX_LAYERS, hparams=None, registry="auto", max_file_bytes=None,
                  max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None, recorders=(),
-                 flight_recorder=100):
+                 flight_recorder=100, graph=False):
         super().__init__()
+        if not isinstance(graph, bool):
+            raise ValueError("graph must be True or False, got %r" % (graph,))
         self.settings = MonitorSettings(
             logdir, collect_freq=collect_freq, flush_secs=flush_secs, batch_size=batch_size, rank=rank,
             all_ranks=all_ranks, max_queue=max_queue, diagnostic_freq=diagnostic_freq, weight_norms=weight_norms,
@@ -184,6 +188,10 @@ class TrainMonitor(Callback):
             max_run_bytes=max_run_bytes, live_health=live_health, on_anomaly=on_anomaly,
             checkpoint_dir=checkpoint_dir, flight_recorder=flight_recorder)
         self.extra_recorders = _check_recorders(recorders)
+        if graph:   # the model graph after the first step (GRAPH_MODE), for the Graphs tab and the graph view
+            from .recorders.graph import GraphRecorder
+
+            self.extra_recorders.append(GraphRecorder())
         self.pipeline = Pipeline(self.settings, lambda s: default_recorders(s, self.extra_recorders))
         self._warned_no_cell = False
         self._network_id = None

@@ -4,6 +4,7 @@ import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
 import { Dashboard } from "./views/dashboard.js";
 import { mountCluster } from "./views/clusterView.js";
+import { mountGraph } from "./views/graphView.js";
 import { mountLandscapes } from "./views/landscapeView.js";
 import { mountMedia } from "./views/mediaView.js";
 import { mountRunInfo } from "./views/runInfoView.js";
@@ -32,5 +33,6 @@ export function render() {
   mountRunInfo(dashboard); // hyperparameters, MindSpore lineage, run information
   mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
   mountCluster(dashboard); // ranks x steps of a multi-rank run, grouped by node
+  mountGraph(dashboard); // the model graph a run recorded (cells' scopes, operators, shapes)
   return dashboard;
 }

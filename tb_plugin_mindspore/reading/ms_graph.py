@@ -113,6 +113,16 @@ def from_anf(raw):
     return _text(g.name), nodes
 
 
+def from_model(raw):
+    """``(graph name, [Node])`` of MindSpore's ModelProto bytes (what ``Cell.get_func_graph_proto()`` returns: the
+    GraphProto is its field 4); raises :class:`GraphError`."""
+    try:
+        graph = ms_proto.ModelView.FromString(bytes(raw)).graph
+    except Exception as e:
+        raise GraphError("not a MindSpore model (%s)" % str(e).splitlines()[0][:120])
+    return from_anf(graph)
+
+
 def from_graphdef(raw):
     """``(graph name, [Node])`` of a TensorBoard GraphDef; raises :class:`GraphError`."""
     from tensorboard.compat.proto import graph_pb2

@@ -296,8 +296,12 @@ _VIEWS = {
     "SummaryView": [
         (1, "value", "bytes", "repeated", {}),
     ],
+    # anf_ir.proto's ModelProto (what ``Cell.get_func_graph_proto()`` returns), only its graph, as bytes.
+    "ModelView": [
+        (4, "graph", "bytes", "optional", {}),
+    ],
 }
-VIEW_OF = {"EventView": "Event", "SummaryView": "Summary"}
+VIEW_OF = {"EventView": "Event", "SummaryView": "Summary", "ModelView": "ModelProto"}
 
 
 def _set_type(field, type_name):
@@ -366,6 +370,7 @@ EvaluationLineage = _cls("EvaluationLineage")
 DatasetGraph = _cls("DatasetGraph")
 EventView = _cls("EventView")
 GraphProto = _cls("GraphProto")
+ModelView = _cls("ModelView")
 SummaryView = _cls("SummaryView")
 
 # (message name, field name) pairs whose type differs from MindSpore's on purpose (see the module docstring).

@@ -353,6 +353,8 @@ const METRIC_LABELS = {
   loss: "Local loss",
   host_memory_mb: "Host memory (RSS)",
   device_memory_mb: "Device memory",
+  local_grad_norm: "Device-local gradient norm",
+  local_loss: "Device-local loss",
 };
 
 /** Mounts the Cluster section into the dashboard (hidden until the logdir holds a cluster). */
