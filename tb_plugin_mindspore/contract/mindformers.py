@@ -57,7 +57,7 @@ TABLES = {
 _TABLE_KEY = re.compile(r"^(?P<row>.+)/(?P<col>(?:head|ep|expert)_?(?P<index>\d+))$")
 
 # Per-device values: drawn per rank in the Cluster section. Exact tags and patterns.
-RANK_TAGS = ("device_local_norm",)
+RANK_TAGS = ("device_local_norm", "local_loss", "device_loss")   # the last two: the PyNative trainer's log
 RANK_PATTERNS = (re.compile(r"^local_[A-Za-z0-9_]+_loss$"), re.compile(r"^device_accum_local_[A-Za-z0-9_]+_loss$"))
 
 # mindformers' YAML configuration, written as TensorBoard text (``<key>/text_summary``).

@@ -32,12 +32,30 @@ _CKPT = re.compile(r"-(\d+)_(\d+)\.[A-Za-z0-9]+$")
 _RANK = re.compile(r"^rank_?(\d+)$")
 
 
+_RECENT = {}          # path -> problem: the files left out lately, for the status route (bounded)
+_RECENT_MAX = 200
+
+
+def recent_problems():
+    """``[{"file", "offset", "reason"}]`` of the mindformers files left out lately (for the ``status`` warnings)."""
+    return list(_RECENT.values())
+
+
+def _note(problem):
+    _RECENT.pop(problem["file"], None)
+    _RECENT[problem["file"]] = problem
+    while len(_RECENT) > _RECENT_MAX:
+        _RECENT.pop(next(iter(_RECENT)))
+
+
 class FileProblem(Exception):
     """A file left out, with a one-line reason."""
 
 
-def read_json(path, max_bytes=MAX_FILE_BYTES):
-    """The JSON value of a file no larger than ``max_bytes``; raises :class:`FileProblem` otherwise."""
+def read_json(path, max_bytes=None):
+    """The JSON value of a file no larger than ``max_bytes`` (default ``MAX_FILE_BYTES``); raises
+    :class:`FileProblem` otherwise."""
+    max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
         st = os.stat(path)
     except OSError as e:
@@ -175,8 +193,10 @@ def read_run(run_folder, steps_per_epoch=None):
                 continue
             try:
                 apply(out, path, read_json(path), steps_per_epoch)
+                _RECENT.pop(path, None)
             except FileProblem as e:
                 out.problems.append({"file": path, "offset": None, "reason": str(e)})
+                _note(out.problems[-1])
         if out.last_checkpoint is None:
             metas = [os.path.join(folder, META)]
             if rank is not None:
@@ -186,8 +206,10 @@ def read_run(run_folder, steps_per_epoch=None):
                     continue
                 try:
                     out.last_checkpoint = dict(last_checkpoint(read_json(path), steps_per_epoch), file=path)
+                    _RECENT.pop(path, None)
                 except FileProblem as e:
                     out.problems.append({"file": path, "offset": None, "reason": str(e)})
+                    _note(out.problems[-1])
                 break
     return out
 

@@ -46,12 +46,20 @@ def content_problems(data_provider, ctx, eid):
     return out
 
 
+def _mindformers_problems():
+    """mindformers' JSON files beside a run left out (too large, malformed): ``reading/mindformers_files.py``."""
+    from . import mindformers_files
+
+    return [dict(p, run=None) for p in mindformers_files.recent_problems()]
+
+
 def collect(plugin, ctx, eid, provider_ok=True):
     """Every warning for the ``status`` route of ``plugin`` (a ``MindSporePlugin``), at most ``MAX_WARNINGS``."""
     sources = []
     if getattr(plugin, "_ms", None) is not None:
         sources.append(("MindSpore summary files", lambda: plugin._ms.warnings()))
     sources.append(("files under the logdir", plugin._status.file_warnings))
+    sources.append(("mindformers files", _mindformers_problems))
     if provider_ok:
         sources.append(("plugin content", lambda: content_problems(plugin._data_provider, ctx, eid)))
         sources.append(("landscapes", lambda: plugin._landscape_reader().problems(ctx, eid)))
