@@ -168,7 +168,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
             "/table": self._serve_table, "/samples": self._serve_samples,
-            "/graphs": self._serve_graphs, "/graph": self._serve_graph,
+            "/graphs": self._serve_graphs, "/graph": self._serve_graph, "/markers": self._serve_markers,
         }
 
     def is_active(self):
@@ -318,6 +318,19 @@ class MindSporePlugin(base_plugin.TBPlugin):
             self._samples = samples_axis.SamplesAxis(self._data_provider, self._cache)
         ctx, eid = self._ctx(request)
         return self._samples.answer(ctx, eid, _required(request, "run"))
+
+    @json_route
+    def _serve_markers(self, request):
+        """Steps other writers marked (mindformers' abnormal global norms and checkpoints: reading/markers.py)."""
+        if getattr(self, "_markers", None) is None:
+            from .reading import markers
+
+            self._markers = markers.MarkerReader(self._folders if self._roots else None, self._cache)
+        run = _required(request, "run")
+        ctx, eid = self._ctx(request)
+        if run not in self._view.runs(ctx, eid):
+            raise errors.NotFoundError("no run named %r" % run)
+        return self._markers.answer(run)
 
     # -- the model graph (reading/graphs.py) --------------------------------------------------------------------------
     def _graph_reader(self):

@@ -87,6 +87,7 @@ export class LineChart {
       ref: r.reference && r.reference.points && r.reference.points.length ? prepareSeries(r.reference, { ...opts, smoothing: 0 }) : null,
       refLabel: r.referenceLabel || "reference",
       restarts: Array.isArray(r.data.restarts) ? r.data.restarts : [],
+      markers: Array.isArray(r.data.markers) ? r.data.markers : [],
       parts: opts.showSuperseded && Array.isArray(r.data.superseded) ? r.data.superseded.filter((p) => p.points && p.points.length) : [],
     }));
     // Superseded segments: raw, on the same time origin as the run's own line.
@@ -243,7 +244,7 @@ export class LineChart {
             }
           },
         ],
-        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawHighlight(u)],
+        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawMarkers(u), (u) => this.drawHighlight(u)],
       },
     };
     this.plot = new uPlot(options, data, this.canvasHost);
@@ -308,6 +309,44 @@ export class LineChart {
     }
     ctx.restore();
     this.host.dataset.restartMarks = seen.join(",");
+  }
+
+  /** Steps other writers marked (markers route): mindformers' abnormal global norm, a red line; its checkpoints,
+   * a triangle on the step axis (green: healthy, orange: unhealthy, grey: health unknown). */
+  drawMarkers(u) {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const seen = [];
+    const size = 5 * devicePixelRatio;
+    ctx.save();
+    for (const e of this.entries) {
+      for (const m of e.markers) {
+        const x = this.stepToX(m.step, e.run);
+        if (x === null) continue;
+        const px = u.valToPos(x, "x", true);
+        if (!(px >= left && px <= left + width)) continue;
+        if (m.kind === "abnormal_global_norm") {
+          ctx.strokeStyle = "#d93025";
+          ctx.lineWidth = 2 * devicePixelRatio;
+          ctx.setLineDash([]);
+          ctx.beginPath();
+          ctx.moveTo(Math.round(px) + 0.5, top);
+          ctx.lineTo(Math.round(px) + 0.5, top + height);
+          ctx.stroke();
+        } else {
+          ctx.fillStyle = m.healthy === true ? "#188038" : m.healthy === false ? "#e37400" : "#9e9e9e";
+          ctx.beginPath();
+          ctx.moveTo(px, top + height - size * 1.6);
+          ctx.lineTo(px - size, top + height);
+          ctx.lineTo(px + size, top + height);
+          ctx.closePath();
+          ctx.fill();
+        }
+        seen.push(`${e.run}@${m.step}:${m.kind}${m.kind === "checkpoint" ? (m.healthy === true ? "+" : m.healthy === false ? "-" : "?") : ""}`);
+      }
+    }
+    ctx.restore();
+    this.host.dataset.markers = seen.join(",");
   }
 
   /** Shades the steps [first, last] (of one run's x mapping when the axis is not the step), or clears with null. */

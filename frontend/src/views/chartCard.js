@@ -3,6 +3,7 @@
 // only asks for it when it is first scrolled into view.
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../chart/lineChart.js";
+import { markersFor } from "../markersApi.js";
 import { samplesOfRun } from "../samplesAxis.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../chart/download.js";
 import { fetchScalars, pointsForWidth } from "../api.js";
@@ -132,6 +133,8 @@ export class ChartCard {
 
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
+    const markers = await markersFor(r.run, this.tag);
+    if (markers.length) data = { ...data, markers };
     if (this.lastOpts && this.lastOpts.xAxis === "samples") {
       const samplesOf = await samplesOfRun(r.run);
       data = { ...data, samplesOf };

@@ -8,7 +8,8 @@ import { getJson } from "../api.js";
 import { el, clear } from "../dom.js";
 import { sectionShell } from "./runInfoView.js";
 
-const EXPAND_DEPTH = 2; // scopes open at first, counted from the top
+const EXPAND_DEPTH = 2; // scopes open at first, counted from the top (every scope of a small graph)
+const SMALL_GRAPH = 300;
 const MAX_ROWS = 3000; // rows drawn at once; more are summarized
 
 export function shapeText(dtype, shape) {
@@ -116,6 +117,7 @@ class GraphSection {
     }
     const nodes = d.nodes || [];
     this.byId = new Map(nodes.map((n) => [n.id, n]));
+    this.expandDepth = nodes.length <= SMALL_GRAPH ? Infinity : EXPAND_DEPTH;
     const shown = this.search ? nodes.filter((n) => n.name.toLowerCase().includes(this.search) || String(n.op).toLowerCase().includes(this.search)) : nodes;
     const root = buildScopeTree(shown);
     this.rows = 0;
@@ -126,7 +128,7 @@ class GraphSection {
   renderScope(scope, depth, host, expandAll) {
     for (const child of [...scope.children.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       if (this.rows >= MAX_ROWS) return;
-      const isOpen = expandAll || this.open.has(child.path) || (depth < EXPAND_DEPTH && !this.open.has(`-${child.path}`));
+      const isOpen = expandAll || this.open.has(child.path) || (depth < this.expandDepth && !this.open.has(`-${child.path}`));
       const row = el(
         "div",
         {
