@@ -605,21 +605,45 @@ def add_convert_parser(subparsers):
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder, same run folders as LOGDIR (default: LOGDIR_tfevents next to LOGDIR)")
     p.add_argument("--no-progress", action="store_true", help="do not draw the progress bar on stderr")
+    p.add_argument("--fold-event-files", action="store_true",
+                   help="also write event-file runs that are several folders (rotated part_N folders, add_scalars "
+                        "key folders such as mindformers' max_attention_logit/<param>/head_<h>) as one run each, "
+                        "for TensorBoard's own tabs")
     p.set_defaults(func=run_convert)
     return p
 
 
 def run_convert(args):
     prog = getattr(args, "prog_name", "tb-mindspore convert")
+    fold = getattr(args, "fold_event_files", False)
+    status = 0
     try:
         result = convert(args.logdir, out=args.out, progress=not args.no_progress)
+        _report(result, prog)
     except ConvertError as e:
-        print("%s: error: %s" % (prog, e), file=sys.stderr)
-        if e.summary is not None:
-            _report(e.summary, prog)
-        return 1
-    _report(result, prog)
-    return 0
+        if not (fold and str(e).startswith("no MindSpore summary files")):
+            print("%s: error: %s" % (prog, e), file=sys.stderr)
+            if e.summary is not None:
+                _report(e.summary, prog)
+            return 1
+    if fold:
+        from .convert_folds import fold_event_files
+
+        logdir = os.path.abspath(os.path.expanduser(args.logdir))
+        out = default_out(logdir) if args.out is None else os.path.abspath(os.path.expanduser(args.out))
+        if fs.is_remote(args.logdir) or not os.path.isdir(logdir):
+            print("%s: error: --fold-event-files reads a local folder, not %s" % (prog, args.logdir), file=sys.stderr)
+            return 1
+        try:
+            folded = fold_event_files(logdir, out)
+        except OSError as e:
+            print("%s: error: %s" % (prog, e), file=sys.stderr)
+            return 1
+        print("%s: %d run(s) of several folders written as one each (%d files, %d events) -> %s" % (
+            prog, len(folded["runs"]), folded["files"], folded["events"], out))
+        if folded["skipped_records"]:
+            print("%s: warning: %d damaged records skipped" % (prog, folded["skipped_records"]), file=sys.stderr)
+    return status
 
 
 def _report(result, prog):

@@ -132,3 +132,24 @@ def test_check_reads_one_run_per_training_in_one_process_and_in_the_pool(folded_
     assert len(logdir_check.run_folders(folded_logdir)) >= logdir_check.MIN_PARALLEL_RUNS
     pooled = logdir_check.report(folded_logdir, jobs=2)
     assert [r["run"] for r in pooled["runs"]] == ["mf/rank_0", "msrot", "rot"]
+
+
+def test_convert_writes_the_folders_of_one_training_back_as_one_run(folded_logdir, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "convert", folded_logdir, "--out", str(out),
+                           "--no-progress", "--fold-event-files"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 run(s) of several folders written as one" in proc.stdout
+    assert sorted(p for p in os.listdir(out) if not p.startswith(".")) == ["mf", "msrot", "rot"]
+    rank = EventAccumulator(str(out / "mf" / "rank_0"), size_guidance={"scalars": 0})
+    rank.Reload()
+    tags = rank.Tags()["scalars"]
+    assert "loss" in tags and "max_attention_logit/layers.3.attn/head_2" in tags
+    assert [(e.step, e.value) for e in rank.Scalars("max_attention_logit/layers.3.attn/head_2")] == [
+        (s, 32.0 + s) for s in range(1, 6)]
+    assert not [d for d, _, _ in os.walk(out / "mf" / "rank_0") if "head_" in d]     # no folder per head
+    rot = EventAccumulator(str(out / "rot"), size_guidance={"scalars": 0})
+    rot.Reload()
+    assert [e.step for e in rot.Scalars("loss")] == list(range(1, 31))
