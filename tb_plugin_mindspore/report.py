@@ -142,14 +142,15 @@ def gather(logdir, source=None):
     "layers", "histograms": {run: {tag: answer}}, "landscape": {run: {tag: {"last" | step: answer}}}}``."""
     calls = RouteCaller(logdir)
     routes = {name: calls.must(name) for name in ("runs", "status", "tags", "contract", "health", "run_info",
-                                                  "landscapes")}
+                                                  "landscapes", "graphs")}
     runs, tags = routes["runs"]["runs"], routes["tags"]
     if not runs:
         raise ReportError("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
                           "data)" % (source or logdir))
     status = routes["status"]
     status["logdir"] = status["logdir_abs"] = source or logdir
-    data = {"routes": routes, "scalars": {}, "layers": {}, "histograms": {}, "landscape": {}, "left_out": []}
+    data = {"routes": routes, "scalars": {}, "layers": {}, "histograms": {}, "landscape": {}, "left_out": [],
+            "table": {}, "graph": {}, "markers": {}, "samples": {}}
 
     def keep(where, run, tag, params_route, params):
         code, body = calls.get(params_route, params)
@@ -169,6 +170,14 @@ def gather(logdir, source=None):
             keep("layers", run, tag, "layers", [("run", run), ("tag", tag)])
         for tag in _entries(tags, run, "histogram"):
             keep("histograms", run, tag, "histograms", [("run", run), ("tag", tag)])
+        for tag in _entries(tags, run, "table"):   # mindformers' layer x head / expert tables, at their last step
+            keep("table", run, tag, "table", [("run", run), ("tag", tag)])
+        for route in ("markers", "samples"):         # steps other writers marked; the samples x axis
+            code, body = calls.get(route, [("run", run)])
+            if code == 200:
+                data[route][run] = body
+    for entry in routes["graphs"]["runs"]:
+        keep("graph", entry["run"], "graph", "graph", [("run", entry["run"])])
     for run, listing in routes["landscapes"]["runs"].items():
         for entry in listing:
             params = [("run", run), ("tag", entry["tag"])]

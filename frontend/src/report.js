@@ -11,6 +11,7 @@ import { el } from "./dom.js";
 import { Dashboard } from "./views/dashboard.js";
 import { mountLandscapes } from "./views/landscapeView.js";
 import { mountRunInfo } from "./views/runInfoView.js";
+import { mountGraph } from "./views/graphView.js";
 
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }
@@ -70,6 +71,7 @@ function main() {
   dashboard.start();
   mountLandscapes(dashboard);
   mountRunInfo(dashboard);
+  mountGraph(dashboard); // the model graph a run recorded
   window.msReport = dashboard;
 }
 

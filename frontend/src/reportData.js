@@ -2,7 +2,8 @@
 // file, in the shape the plugin's routes answer them, so the tab's own views draw a report unchanged. Pure: no DOM.
 //
 // data: {routes: {runs, status, tags, contract, health, run_info, landscapes}, scalars: {run: {tag: answer}},
-//        layers / histograms: {run: {tag: answer}}, landscape: {run: {tag: {last | step: answer}}}}
+//        layers / histograms / table: {run: {tag: answer}}, landscape: {run: {tag: {last | step: answer}}},
+//        graph: {run: {graph: answer}}, markers / samples: {run: answer}}
 
 const own = (obj, key) => obj !== null && typeof obj === "object" && Object.prototype.hasOwnProperty.call(obj, key);
 const pick = (obj, ...keys) => keys.reduce((o, k) => (own(o, k) ? o[k] : undefined), obj);
@@ -39,6 +40,15 @@ export function answer(data, url) {
     }
     const body = pick(data, route, run, tag);
     return body ? { status: 200, body } : notFound(`${tag} of run ${run}`);
+  }
+  if (route === "table") {
+    const body = pick(data, "table", run, tag);
+    if (body && params.has("step") && Number(params.get("step")) !== body.step) return notFound(`${tag} of run ${run} at step ${params.get("step")}`);
+    return body ? { status: 200, body } : notFound(`${tag} of run ${run}`);
+  }
+  if (route === "graph" || route === "markers" || route === "samples") {
+    const body = route === "graph" ? pick(data, "graph", run, "graph") : pick(data, route, run);
+    return body ? { status: 200, body } : notFound(`the ${route} of run ${run}`);
   }
   if (route === "landscape") {
     const body = pick(data, "landscape", run, tag, params.has("step") ? params.get("step") : "last");

@@ -127,3 +127,31 @@ def test_logdir_spec_status_says_how_tensorboard_was_started(logdir, page):
         frame.wait_for_function(
             """() => [...document.querySelectorAll("[data-testid=run-item]")].some(
                 (e) => e.dataset.run === "mindformers/output/tensorboard/rank_0")""", timeout=60000)
+
+
+def test_the_report_holds_the_table_the_graph_and_the_markers(logdir, tmp_path, browser):
+    out = tmp_path / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(out.as_uri())
+        page.wait_for_selector("[data-testid=mindspore-dashboard][data-state=ready]", timeout=60000)
+        page.wait_for_selector("[data-testid=table-panel][data-tag='max_attention_logit/*'][data-state=ready]",
+                               timeout=60000)
+        page.wait_for_selector("[data-testid=graph-section][data-state=ready]", timeout=60000)
+        page.select_option("[data-testid=graph-run]", "graph")
+        page.wait_for_selector("[data-testid=graph-node][data-op=ReLU]", state="attached", timeout=30000)
+        marks = page.wait_for_function(
+            """() => { const c = document.querySelector('[data-testid=chart][data-tag="grad-norm"]');
+                return c && c.dataset.markers && c.dataset.markers.includes('abnormal_global_norm'); }""",
+            timeout=30000)
+        assert marks
+    finally:
+        context.close()
+    assert errors == [], errors
