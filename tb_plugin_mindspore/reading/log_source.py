@@ -4,7 +4,8 @@ Which logs: a ``*.log`` file directly in a run folder (a folder holding event fi
 logdir, named as that run; and the files given with TensorBoard's ``--mindspore_mindformers_log [RUN=]PATH``
 (repeatable), named RUN, or after the folder the file is in when it lies under the logdir, else after the file.
 What is read from them: ``mindformers_log.py``. A background thread reads what was appended every ``interval``
-seconds; the folders are looked at again every ``DISCOVERY_SECS``.
+seconds; the folders are looked at again every ``DISCOVERY_SECS`` (every ``IDLE_DISCOVERY_SECS`` while no log is
+found).
 """
 
 import logging
@@ -17,7 +18,8 @@ from .mindformers_log import LogSeries
 
 logger = logging.getLogger(__name__)
 
-DISCOVERY_SECS = 10.0
+DISCOVERY_SECS = 10.0          # how often the folders are looked at again while logs are found
+IDLE_DISCOVERY_SECS = 60.0     # ... and while none is (a walk of a large logdir is not free)
 MAX_WALK_DIRS = 20000
 
 
@@ -90,7 +92,8 @@ class LogSource:
     def reload(self):
         """Looks for new log files now and then, and reads what was appended; True when something changed."""
         now = time.monotonic()
-        if self._found_at is None or now - self._found_at > DISCOVERY_SECS:
+        every = DISCOVERY_SECS if self._logs else IDLE_DISCOVERY_SECS
+        if self._found_at is None or now - self._found_at > every:
             self._found_at = now
             try:
                 self._discover()

@@ -25,7 +25,7 @@ import numpy as np
 from tensorboard.data import provider
 
 PART = re.compile(r"^(?:(.*)/)?part_(\d+)$")
-FOLD_TTL_SECS = 1.0
+FOLD_TTL_SECS = 2.0
 
 Member = collections.namedtuple("Member", "run order main_tag key")
 Member.__doc__ = """A physical run in a logical one: ``order`` (part number, -1 for the parent folder itself);
@@ -115,29 +115,35 @@ class RunFold:
                         tags.add(m.main_tag)
         return provider.RunTagFilter(runs=runs, tags=tags)
 
-    def wanted(self, run_tag_filter, logical, tag):
-        if run_tag_filter is None:
-            return True
-        if run_tag_filter.runs is not None and logical not in run_tag_filter.runs:
-            return False
-        return run_tag_filter.tags is None or tag in run_tag_filter.tags
-
     def fold(self, physical, combine, run_tag_filter=None):
         """``{run: {tag: value}}`` of physical runs -> logical runs: values of one logical series, in member order,
         go through ``combine(list)``."""
-        grouped = {}
-        for logical, ms in self.members.items():
+        want_runs = run_tag_filter.runs if run_tag_filter is not None else None
+        want_tags = run_tag_filter.tags if run_tag_filter is not None else None
+        logical_runs = self.members if want_runs is None else [r for r in want_runs if r in self.members]
+        out = {}
+        for logical in logical_runs:
+            ms = self.members[logical]
+            if len(ms) == 1 and ms[0].main_tag is None:      # a run of one folder: as it is
+                tags = physical.get(ms[0].run)
+                if tags:
+                    picked = tags if want_tags is None else {t: v for t, v in tags.items() if t in want_tags}
+                    if picked:
+                        out[logical] = picked
+                continue
+            merged = {}
             for m in ms:
                 tags = physical.get(m.run)
                 if not tags:
                     continue
                 for tag, value in tags.items():
-                    ltag = self.logical_tag(m, tag)
-                    if not self.wanted(run_tag_filter, logical, ltag):
-                        continue
-                    grouped.setdefault(logical, {}).setdefault(ltag, []).append(value)
-        return {run: {tag: (values[0] if len(values) == 1 else combine(values)) for tag, values in tags.items()}
-                for run, tags in grouped.items()}
+                    ltag = tag if m.main_tag is None or tag != m.main_tag else m.main_tag + "/" + m.key
+                    if want_tags is None or ltag in want_tags:
+                        merged.setdefault(ltag, []).append(value)
+            if merged:
+                out[logical] = {tag: (values[0] if len(values) == 1 else combine(values))
+                                for tag, values in merged.items()}
+        return out
 
 
 def _combine_listing(entries):
@@ -171,8 +177,10 @@ def _last(points):
 
 
 class _FoldSource:
-    """The current :class:`RunFold` of a provider, recomputed when its runs change (at most every second while a
-    new folder has no tag yet)."""
+    """The current :class:`RunFold` of a provider. Each run's scalar tags are asked once (a folder that only may be
+    an add_scalars key folder, and has no tag yet, again until it has one), so keeping the fold current costs one
+    run listing per ``FOLD_TTL_SECS`` on a logdir of thousands of key folders; the fold is rebuilt only when the
+    runs or those tags change."""
 
     def __init__(self, inner, multiplexer=None, root_names=()):
         self._inner = inner
@@ -180,8 +188,9 @@ class _FoldSource:
         self._roots = tuple(root_names or ())
         self._lock = threading.Lock()
         self._fold = None
-        self._key = None
-        self._at = 0.0
+        self._tags = {}          # physical run -> its scalar tags when it has exactly one, else ()
+        self._settled = set()    # runs whose tags were seen (never asked again)
+        self._at = None
 
     def get(self, ctx=None, experiment_id=""):
         now = time.monotonic()
@@ -192,29 +201,57 @@ class _FoldSource:
             from tensorboard import context as tb_context
 
             ctx = tb_context.RequestContext()
-        runs = self._physical_runs(ctx, experiment_id)
-        key = tuple(sorted((r, tuple(sorted(t))) for r, t in runs.items()))
+        names = [r.run_name for r in self._inner.list_runs(ctx, experiment_id=experiment_id)]
         with self._lock:
-            if self._fold is None or key != self._key:
-                self._fold = RunFold(runs, self._roots)
-                self._key = key
+            known = dict(self._tags)
+            settled = set(self._settled)
+        ask = [n for n in names if n not in settled]
+        changed = set(known) != set(names)
+        if ask:
+            found, seen = self._tags_of(ctx, experiment_id, ask)
+            settled.update(seen)
+            for n in ask:
+                tags = found.get(n, ())
+                if known.get(n, None) != tags:
+                    changed = True
+                known[n] = tags
+        with self._lock:
+            self._tags = {n: known[n] for n in names}
+            self._settled = settled & set(names)
+            if self._fold is None or changed:
+                self._fold = RunFold(self._tags, self._roots)
             self._at = now
             return self._fold
 
-    def _physical_runs(self, ctx, eid):
-        runs = {r.run_name: set() for r in self._inner.list_runs(ctx, experiment_id=eid)}
+    def _tags_of(self, ctx, eid, runs):
+        """``({run: (tag,)}, settled)``: the runs among ``runs`` that hold exactly one scalar tag (only a folder with
+        one tag can be an add_scalars key folder; the others fold by name), and the runs whose tags are known now
+        (any run that cannot be a key folder, and those that hold a tag). TensorBoard's side only: ``*_MS`` runs fold
+        by name in their reader."""
+        out = {}
+        candidates = [r for r in runs if _may_be_key_folder(r)]
+        settled = set(runs) - set(candidates)
+        if not candidates:
+            return out, settled
         if self._mux is not None:
-            for run, tags in self._mux.AllSummaryMetadata().items():
-                names = runs.setdefault(run, set())
-                names.update(t for t, md in tags.items() if md.plugin_data.plugin_name == "scalars")
-            extra = getattr(self._inner, "extra", None)
-            listing = extra.list_scalars(ctx, experiment_id=eid, plugin_name="scalars") if extra is not None else {}
+            every = self._mux.AllSummaryMetadata()
+            listing = {run: [t for t, md in (every.get(run) or {}).items() if md.plugin_data.plugin_name == "scalars"]
+                       for run in candidates}
         else:
-            listing = self._inner.list_scalars(ctx, experiment_id=eid, plugin_name="scalars")
+            primary = getattr(self._inner, "primary", self._inner)
+            listing = primary.list_scalars(ctx, experiment_id=eid, plugin_name="scalars",
+                                           run_tag_filter=provider.RunTagFilter(runs=candidates))
         for run, tags in listing.items():
-            runs.setdefault(run, set()).update(tags)
-        # Only a folder that looks like an add_scalars key folder needs its tags; the others fold by name.
-        return {r: (t if len(t) == 1 else ()) for r, t in runs.items()}
+            if tags:
+                settled.add(run)
+            if len(tags) == 1:
+                out[run] = tuple(tags)
+        return out, settled
+
+
+def _may_be_key_folder(run):
+    """A run name that an add_scalars key folder could have (``<main_tag>/<key>`` at least)."""
+    return "/" in run.rstrip("/.")
 
 
 class FoldedProvider(provider.DataProvider):
