@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "frontend"))
 
 from browser_helpers import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from tb_harness import fetch_json, tensorboard_process  # noqa: E402
+from tb_harness import tensorboard_process  # noqa: E402
 
 CORE = ("loss", "learning-rate", "grad-norm", "loss-scale", "iteration-time", "throughput", "batch-size")
 T0 = 1.7e9
@@ -108,6 +108,11 @@ def write_output(root, ranks, steps, local_norms, layers, heads, every):
         for ev in cells.values():
             ev.close()
     return points
+
+
+def fetch_json(url, timeout=600):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
 
 
 def wait_loaded(base, ranks, steps, timeout=3600):
