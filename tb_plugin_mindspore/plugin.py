@@ -110,8 +110,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     def __init__(self, context):
         flags = getattr(context, "flags", None)
         # --logdir DIR, or --logdir_spec name1:DIR1,...: every reader below names runs as TensorBoard does.
-        self._roots = logdir_spec.Roots.from_flags(flags, "" if getattr(flags, "logdir_spec", "") and not getattr(
-            flags, "logdir", "") else getattr(context, "logdir", "") or "")
+        self._roots = logdir_spec.Roots.from_flags(flags, getattr(context, "logdir", "") or "")
         self._logdir = self._roots.logdir or ""
         reload_interval = getattr(flags, "reload_interval", 5.0)
         # MindSpore's own *_MS files under the logdir are served next to the event files, through one provider.

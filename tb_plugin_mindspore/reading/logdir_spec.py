@@ -76,12 +76,13 @@ class Roots:
 
     @classmethod
     def from_flags(cls, flags, logdir=""):
-        """The roots TensorBoard was started with: ``--logdir`` wins (TensorBoard refuses both)."""
-        logdir = logdir or getattr(flags, "logdir", "") or ""
-        if logdir:
-            return cls.single(logdir)
+        """The roots TensorBoard was started with. ``logdir``: the plugin context's ``logdir``, used when the flags
+        have none (TensorBoard puts the ``--logdir_spec`` value there when it was started with that)."""
+        flag_logdir = getattr(flags, "logdir", "") or ""
         spec = getattr(flags, "logdir_spec", "") or ""
-        return cls(parse_spec(spec), spec=spec) if spec else cls([])
+        if spec and not flag_logdir:
+            return cls(parse_spec(spec), spec=spec)
+        return cls.single(flag_logdir or logdir or "")
 
     @property
     def is_spec(self):
