@@ -142,12 +142,21 @@ class SingleFlight:
 TOKEN_TTL_SECS = 1.0
 
 
-class TtlMemo:
-    """Remembers ``compute()`` results per key for ``ttl`` seconds (bounded; thread-safe)."""
+# A listing that is slow to compute (thousands of runs: each of TensorBoard's provider calls then takes seconds) is
+# reused ADAPTIVE_FACTOR times as long as it took, at most ADAPTIVE_MAX_SECS: otherwise every request of a page
+# would wait for a new one.
+ADAPTIVE_FACTOR = 4.0
+ADAPTIVE_MAX_SECS = 10.0
 
-    def __init__(self, ttl=TOKEN_TTL_SECS, max_entries=256, clock=None):
+
+class TtlMemo:
+    """Remembers ``compute()`` results per key for ``ttl`` seconds (bounded; thread-safe). ``adaptive``: a result
+    that took long to compute is kept longer (``ADAPTIVE_FACTOR`` times its cost, at most ``ADAPTIVE_MAX_SECS``)."""
+
+    def __init__(self, ttl=TOKEN_TTL_SECS, max_entries=256, clock=None, adaptive=False):
         import time
 
+        self.adaptive = adaptive
         self.ttl = ttl
         self.max_entries = max_entries
         self._clock = clock or time.monotonic
@@ -160,7 +169,7 @@ class TtlMemo:
     def _fresh(self, key):
         with self._lock:
             item = self._items.get(key)
-            if item is not None and self._clock() - item[0] < self.ttl:
+            if item is not None and self._clock() - item[0] < max(self.ttl, item[2]):
                 return item
         return None
 
@@ -174,9 +183,12 @@ class TtlMemo:
         item = self._fresh(key)   # stored by the flight that just ended
         if item is not None:
             return item[1]
+        started = self._clock()
         value = compute()
+        now = self._clock()
+        keep = min(ADAPTIVE_MAX_SECS, ADAPTIVE_FACTOR * (now - started)) if self.adaptive else 0.0
         with self._lock:
-            self._items[key] = (self._clock(), value)
+            self._items[key] = (now, value, keep)
             self._items.move_to_end(key)
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
@@ -194,12 +206,13 @@ class Listings:
     freshness token of a scalar series); ``tensors(plugin)``: ``list_tensors`` of every run (plugin content, and
     ``max_step`` / ``max_wall_time``: the freshness token of a tensor series). On a large log directory each of
     these costs tens of milliseconds (TensorBoard's loaders walk the stored points), so a page refresh, which asks
-    the tag listing and then many series at once, asks each of them once.
+    the tag listing and then many series at once, asks each of them once. A listing that took long (thousands of runs,
+    mindformers' add_scalars folders: seconds) is kept for 4x its cost, at most 10 s (``TtlMemo(adaptive=True)``).
     """
 
     def __init__(self, data_provider, ttl=TOKEN_TTL_SECS):
         self._provider = data_provider
-        self._memo = TtlMemo(ttl=ttl)
+        self._memo = TtlMemo(ttl=ttl, adaptive=ttl > 0)   # thousands of runs: a listing costs seconds
 
     def last_scalars(self, ctx, eid):
         return self._memo.get(("last_scalars", eid), lambda: self._provider.read_last_scalars(
