@@ -32,20 +32,55 @@ _CKPT = re.compile(r"-(\d+)_(\d+)\.[A-Za-z0-9]+$")
 _RANK = re.compile(r"^rank_?(\d+)$")
 
 
-_RECENT = {}          # path -> problem: the files left out lately, for the status route (bounded)
-_RECENT_MAX = 200
+_VERDICTS = {}          # (path, size, mtime_ns) -> problem or None: files looked at, kept while unchanged
+_VERDICTS_MAX = 4096
 
 
-def recent_problems():
-    """``[{"file", "offset", "reason"}]`` of the mindformers files left out lately (for the ``status`` warnings)."""
-    return list(_RECENT.values())
+def problems_under(run_folders):
+    """``[{"file", "offset", "reason"}]`` of mindformers' files around these run folders (the places
+    :func:`read_run` looks) that are left out: malformed, too large, not regular files. Each file is judged once
+    while its size and modification time stay the same (the ``status`` route asks often)."""
+    out, seen = [], set()
+    for run_folder in run_folders:
+        if not run_folder or "://" in str(run_folder):
+            continue
+        rank = _RANK.match(os.path.basename(os.path.abspath(run_folder)))
+        for depth, folder in enumerate(candidates(run_folder)):
+            names = [META]
+            if depth == 0 or rank is None or int(rank.group(1)) == 0:
+                names += [ABNORMAL, HEALTH]
+            if rank is not None:
+                names.append(os.path.join("checkpoint", "rank_%s" % rank.group(1), META))
+            for name in names:
+                path = os.path.join(folder, name)
+                if path in seen:
+                    continue
+                seen.add(path)
+                problem = _verdict(path)
+                if problem is not None:
+                    out.append(problem)
+    return out
 
 
-def _note(problem):
-    _RECENT.pop(problem["file"], None)
-    _RECENT[problem["file"]] = problem
-    while len(_RECENT) > _RECENT_MAX:
-        _RECENT.pop(next(iter(_RECENT)))
+def _verdict(path):
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key in _VERDICTS:
+        return _VERDICTS[key]
+    problem = None
+    try:
+        value = read_json(path)
+        check = {ABNORMAL: abnormal_norms, HEALTH: health_records, META: last_checkpoint}[os.path.basename(path)]
+        check(value)
+    except FileProblem as e:
+        problem = {"file": path, "offset": None, "reason": str(e)}
+    if len(_VERDICTS) >= _VERDICTS_MAX:
+        _VERDICTS.clear()
+    _VERDICTS[key] = problem
+    return problem
 
 
 class FileProblem(Exception):
@@ -193,10 +228,8 @@ def read_run(run_folder, steps_per_epoch=None):
                 continue
             try:
                 apply(out, path, read_json(path), steps_per_epoch)
-                _RECENT.pop(path, None)
             except FileProblem as e:
                 out.problems.append({"file": path, "offset": None, "reason": str(e)})
-                _note(out.problems[-1])
         if out.last_checkpoint is None:
             metas = [os.path.join(folder, META)]
             if rank is not None:
@@ -206,10 +239,8 @@ def read_run(run_folder, steps_per_epoch=None):
                     continue
                 try:
                     out.last_checkpoint = dict(last_checkpoint(read_json(path), steps_per_epoch), file=path)
-                    _RECENT.pop(path, None)
                 except FileProblem as e:
                     out.problems.append({"file": path, "offset": None, "reason": str(e)})
-                    _note(out.problems[-1])
                 break
     return out
 

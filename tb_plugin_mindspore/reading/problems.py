@@ -46,11 +46,16 @@ def content_problems(data_provider, ctx, eid):
     return out
 
 
-def _mindformers_problems():
-    """mindformers' JSON files beside a run left out (too large, malformed): ``reading/mindformers_files.py``."""
+def _mindformers_problems(plugin, ctx, eid):
+    """mindformers' JSON files beside the runs left out (too large, malformed): ``reading/mindformers_files.py``."""
     from . import mindformers_files
 
-    return [dict(p, run=None) for p in mindformers_files.recent_problems()]
+    folders = {run: plugin._folders.folder(run) for run in plugin._view.runs(ctx, eid)}
+    by_file = {}
+    for run, folder in folders.items():
+        for p in mindformers_files.problems_under([folder]):
+            by_file.setdefault(p["file"], dict(p, run=run))
+    return list(by_file.values())
 
 
 def collect(plugin, ctx, eid, provider_ok=True):
@@ -59,7 +64,8 @@ def collect(plugin, ctx, eid, provider_ok=True):
     if getattr(plugin, "_ms", None) is not None:
         sources.append(("MindSpore summary files", lambda: plugin._ms.warnings()))
     sources.append(("files under the logdir", plugin._status.file_warnings))
-    sources.append(("mindformers files", _mindformers_problems))
+    if getattr(plugin, "_folders", None) is not None and getattr(plugin, "_roots", None):
+        sources.append(("mindformers files", lambda: _mindformers_problems(plugin, ctx, eid)))
     if provider_ok:
         sources.append(("plugin content", lambda: content_problems(plugin._data_provider, ctx, eid)))
         sources.append(("landscapes", lambda: plugin._landscape_reader().problems(ctx, eid)))
