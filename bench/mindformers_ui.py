@@ -11,7 +11,8 @@ add_scalars key folders (``rank_<k>/max_attention_logit/<layer>/head_<h>/``: lay
 server is warmed first (TensorBoard loading the files is not the tab), then:
 
 * ``first_render_s``: the page reloaded ``--reloads`` times, from the plugin frame's navigation until the run list
-  holds the ranks and every core chart on screen is drawn. Target (issue 35): <= 3 s.
+  holds the ranks and every core chart on screen is drawn (charts further down are drawn when scrolled to).
+  Target (issue 35): <= 3 s.
 * ``table_warm_ms`` / ``layers_warm_ms``: the layer x head table (``table`` route, at the last step and at a middle
   step) and the ``local_norm/*`` heatmap (``layers`` route), each asked twice; the second answer is the warm one.
   Target: <= 300 ms warm. ``table_drawn_ms``: the table panel in the page, from a step change to drawn.
@@ -143,7 +144,8 @@ def timed(url):
 
 READY_JS = """(n) => {
     const items = document.querySelectorAll('[data-testid=run-item]').length;
-    const cs = [...document.querySelectorAll('[data-testid=chart][data-tier=core]')];
+    const onScreen = (c) => { const r = c.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; };
+    const cs = [...document.querySelectorAll('[data-testid=chart][data-tier=core]')].filter(onScreen);
     return items >= n && cs.length > 0 && cs.every((c) => c.dataset.state === 'drawn' && Number(c.dataset.points) > 0);
 }"""
 
