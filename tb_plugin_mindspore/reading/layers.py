@@ -124,7 +124,7 @@ class LayerReader:
 
     def _family_last(self, ctx, eid, run, prefix):
         """{member tag: last ScalarDatum} of a family (one cheap call)."""
-        last = self._listings.last_scalars(ctx, eid).get(run, {})
+        last = self._listings.run_last_scalars(ctx, eid, run)
         return {t: d for t, d in last.items() if t.startswith(prefix) and len(t) > len(prefix)}
 
     def _not_found(self, ctx, eid, run, tag):

@@ -50,10 +50,9 @@ class SamplesAxis:
     def answer(self, ctx, eid, run):
         """JSON text of ``{"run", "tag", "twin", "points": [[step, samples], ...], "total"}``; 404 when the run has
         no twin."""
-        last = self._listings.last_scalars(ctx, eid)
-        if run not in last:
+        tags = self._listings.run_last_scalars(ctx, eid, run)
+        if not tags:
             raise errors.NotFoundError("no run named %r" % run)
-        tags = last[run]
         twins = {}
         for tag in tags:
             main = mindformers.twin_of(tag)

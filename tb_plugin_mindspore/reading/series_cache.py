@@ -173,6 +173,11 @@ class TtlMemo:
                 return item
         return None
 
+    def peek(self, key):
+        """The fresh value of ``key``, or None (nothing is computed)."""
+        item = self._fresh(key)
+        return item[1] if item is not None else None
+
     def get(self, key, compute):
         item = self._fresh(key)
         if item is not None:
@@ -217,6 +222,19 @@ class Listings:
     def last_scalars(self, ctx, eid):
         return self._memo.get(("last_scalars", eid), lambda: self._provider.read_last_scalars(
             ctx, experiment_id=eid, plugin_name="scalars"))
+
+    def run_last_scalars(self, ctx, eid, run):
+        """``{tag: last point}`` of one run: from the every-run listing while it is fresh, else from a call for that run
+        alone (kept as the listing is). On a logdir of thousands of runs the every-run listing costs seconds; a
+        heatmap or table of one run need not wait for it."""
+        every = self._memo.peek(("last_scalars", eid))
+        if every is not None:
+            return every.get(run, {})
+        from tensorboard.data import provider as tb_provider
+
+        return self._memo.get(("last_scalars", eid, run), lambda: self._provider.read_last_scalars(
+            ctx, experiment_id=eid, plugin_name="scalars",
+            run_tag_filter=tb_provider.RunTagFilter(runs=[run])).get(run, {}))
 
     def tensors(self, ctx, eid, plugin_name):
         return self._memo.get(("tensors", eid, plugin_name), lambda: self._provider.list_tensors(

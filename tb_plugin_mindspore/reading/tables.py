@@ -41,11 +41,11 @@ class TableReader:
         self._blocks = series_cache.ResponseCache(max_bytes=256 << 20, max_entries=64)
 
     def _cells(self, ctx, eid, run, prefix):
-        last = self._listings.last_scalars(ctx, eid)
-        if run not in last:
+        last = self._listings.run_last_scalars(ctx, eid, run)
+        if not last:
             raise errors.NotFoundError("no run named %r" % run)
         cells = {}
-        for tag, datum in last[run].items():
+        for tag, datum in last.items():
             cell = mindformers.table_of(tag)
             if cell is not None and cell[0] == prefix:
                 cells[tag] = (cell[1], cell[3], datum)
