@@ -56,14 +56,24 @@ setup(
     python_requires=">=3.9",
     packages=[
         "tb_plugin_mindspore",
+        "tb_plugin_mindspore.io",
         "tb_plugin_mindspore.contract",
-        "tb_plugin_mindspore.reading",
+        "tb_plugin_mindspore.landscape",
+        "tb_plugin_mindspore.writing",
+        "tb_plugin_mindspore.sources",
         "tb_plugin_mindspore.health",
         "tb_plugin_mindspore.health.rules",
-        "tb_plugin_mindspore.landscape",
+        "tb_plugin_mindspore.compare",
+        "tb_plugin_mindspore.answers",
+        "tb_plugin_mindspore.server",
+        "tb_plugin_mindspore.commands",
         "tb_plugin_mindspore.static",  # the built frontend bundle: data only, listed so setuptools ships it quietly
         "tb_mindspore_callbacks",
+        "tb_mindspore_callbacks.common",
+        "tb_mindspore_callbacks.cells",
         "tb_mindspore_callbacks.recorders",
+        "tb_mindspore_callbacks.landscape",
+        "tb_mindspore_callbacks.torch_style",
     ],
     # The companion callbacks live in callbacks/ and install as tb_mindspore_callbacks (never as `callbacks`).
     package_dir={"tb_mindspore_callbacks": "callbacks"},
@@ -79,9 +89,14 @@ setup(
     extras_require={
         # Only the callbacks and `tb-mindspore demo` need MindSpore; its datasets need numpy < 2.
         "mindspore": ["mindspore>=2.3", "numpy<2"],
+        # PyTorch runs recorded in the same data contract (tb_mindspore_callbacks.torch_style; the reference side of
+        # `tb-mindspore compare`). The CPU build installs from the package index; add transformers for the
+        # TrainerCallback.
+        "torch": ["torch>=2.1"],
         # Remote logdirs (s3:// and S3-compatible stores such as OBS); gs:// needs gcsfs, hdfs:// pyarrow.
         "remote": ["fsspec>=2023.1", "s3fs>=2023.1", "boto3"],
-        "test": ["pytest>=7", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8", "tensorboardX>=2.6",
+        "test": ["pytest>=7", "pytest-xdist>=3.5", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
+                 "tensorboardX>=2.6",
                  "fsspec>=2023.1", "s3fs>=2023.1", "boto3", "moto[server]>=5"],
     },
     entry_points={

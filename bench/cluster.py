@@ -51,7 +51,7 @@ def write(root, ranks, steps, nodes=8):
     from cluster_data import T0, write_rank_file
 
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     t0 = time.perf_counter()
     run = os.path.join(root, "job")
@@ -146,7 +146,7 @@ def browser_times(base, repeat):
 def hook_cost(steps=20000, collect_freq=10):
     """Microseconds per training step spent in RankStatsRecorder's hooks (on_step every step, on_interval every
     ``collect_freq`` steps: memory read, one row queued), on this thread."""
-    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStatsRecorder
     from tb_mindspore_callbacks.recorders.base import StepRecord
 
     class Settings:
@@ -179,9 +179,9 @@ def training_ratio(reps, steps, warm_steps=3, seed=0):
     from mindspore.train import Callback, Model
 
     import tb_mindspore_callbacks.monitor as monitor_module
-    from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks import Diagnostic, MonitoredTrainCell, Storage, TrainMonitor
     from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model, synthetic_dataset
-    from tb_mindspore_callbacks.rank_stats import RankStatsRecorder
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStatsRecorder
 
     with_stats = monitor_module.default_recorders
 
@@ -211,7 +211,8 @@ def training_ratio(reps, steps, warm_steps=3, seed=0):
                 model = Model(MonitoredTrainCell.wrap(net, loss_fn, opt))
                 clock = Clock()
                 with tempfile.TemporaryDirectory() as run_dir:
-                    mon = TrainMonitor(run_dir, collect_freq=10, diagnostic_freq=10, registry=None)
+                    mon = TrainMonitor(run_dir, collect_freq=10, diagnostic=Diagnostic(every=10),
+                                       storage=Storage(registry=None))
                     model.train(1, synthetic_dataset(warm_steps + steps, seed=rep), callbacks=[mon, clock],
                                 dataset_sink_mode=False)
             finally:

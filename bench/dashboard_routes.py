@@ -63,7 +63,7 @@ def write_big(folder):
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
 
     os.makedirs(folder, exist_ok=True)
     w = EventFileWriter(folder, max_queue_size=10000, flush_secs=120)

@@ -3,7 +3,7 @@
 Each configuration launches ``msrun --worker_num=W`` (W = 1 and 2 by default, alternating so machine load hits both
 alike); every worker pins itself to core ``rank`` (``os.sched_setaffinity``), builds the demo model (same seed) and
 evaluates its interleaved share of a ``--grid`` x ``--grid`` random landscape on ``--samples`` samples
-(``tb_mindspore_callbacks.landscape_dist``); rank 0 gathers and writes. Measured: wall time of the msrun command
+(``tb_mindspore_callbacks.landscape.dist``); rank 0 gathers and writes. Measured: wall time of the msrun command
 and rank 0's time inside ``compute_landscape_distributed`` (compilation included).
 
     python bench/landscape_dist.py --grid 9 --workers 1,2 --reps 2
@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def child(logdir, share_dir, grid, samples):
-    from tb_mindspore_callbacks.landscape_dist import msrun_share
+    from tb_mindspore_callbacks.landscape.dist import msrun_share
 
     share = msrun_share()
     if share is None:
@@ -35,7 +35,7 @@ def child(logdir, share_dir, grid, samples):
     from mindspore import nn
 
     from tb_mindspore_callbacks.demo import build_model, synthetic_arrays
-    from tb_mindspore_callbacks.landscape_dist import compute_landscape_distributed
+    from tb_mindspore_callbacks.landscape.dist import compute_landscape_distributed
 
     ms.set_context(mode=ms.GRAPH_MODE)
     net = build_model()

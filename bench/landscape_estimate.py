@@ -24,7 +24,7 @@ def measure(reps, samples, model):
 
     from tb_mindspore_callbacks import demo
     from tb_mindspore_callbacks.landscape import compute_landscape
-    from tb_mindspore_callbacks.landscape_eval import EvalData, LossEvaluator
+    from tb_mindspore_callbacks.landscape.evaluation import EvalData, LossEvaluator
 
     ms.set_context(mode=ms.GRAPH_MODE)
     config = demo.DEMO_SMALL if model == "small" else demo.DEMO_CONFIG

@@ -62,7 +62,8 @@ def write_run(folder, points):
     """One event file: per step ``core/loss`` and its interval row (metadata on the first event only)."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from tb_plugin_mindspore import records, summary
+    from tb_plugin_mindspore.io import records
+    from tb_plugin_mindspore.writing import summary
 
     os.makedirs(folder, exist_ok=True)
     values, _, _ = series_values(points)
@@ -199,7 +200,10 @@ def exact(values, steps_kept, lo, hi, width):
 def builder_cpu_ms(long_dir, windows, reps):
     """CPU milliseconds (``time.process_time``: what the answer costs, not how busy the machine is) of building,
     encoding and compressing each window's answer in this process, from the plugin's own read of the run."""
-    from tb_plugin_mindspore.reading import encode, event_series, scalar_answer
+    from tb_plugin_mindspore.answers import encode
+    from tb_plugin_mindspore.answers import scalars as scalar_answer
+    from tb_plugin_mindspore.sources import event_series
+    from tb_plugin_mindspore.sources.logdir import band_of_rows
 
     events = event_series.EventSeries(long_dir)
     events.want("run")
@@ -207,13 +211,13 @@ def builder_cpu_ms(long_dir, windows, reps):
         pass
     steps, walls, values, pyr = events.series("run", TAG).final()
     isteps, _, rows, _ = events.interval("run", TAG).final()
-    series = scalar_answer.Timeline(steps, walls, values, pyr)
+    series = scalar_answer.Timeline(steps, walls, values, pyr, band=band_of_rows(isteps, rows))
     out = {}
     for f, (lo, hi) in windows:
         times = []
         for rep in range(reps):
             t0 = time.process_time()
-            body = scalar_answer.body("run", TAG, series, (isteps, rows), 5 * WIDTH + 2,
+            body = scalar_answer.body("run", TAG, series, 5 * WIDTH + 2,
                                       scalar_answer.Window(lo + 7 * rep, hi + 7 * rep, WIDTH))
             encode.Gzipped(encode.dumps(body))
             times.append((time.process_time() - t0) * 1000)

@@ -99,7 +99,7 @@ def measure_routes(logdir, runs, loader, reps, timeout):
                            "warm_ms": round(statistics.median(warm[n]), 1)} for n, _ in ROUTES}}
 
 
-_CHECK = ("import sys; from tb_plugin_mindspore.health import logdir_check; "
+_CHECK = ("import sys; from tb_plugin_mindspore.commands import logdir_check; "
           "r = logdir_check.report(sys.argv[1], jobs=None if sys.argv[2] == 'pool' else int(sys.argv[2])); "
           "print(len(r['runs']))")
 
@@ -144,7 +144,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     os.makedirs(args.path, exist_ok=True)
     logdir = make_logdir(args.path, args.runs, args.tags, args.points)
-    from tb_plugin_mindspore.health import logdir_check
+    from tb_plugin_mindspore.commands import logdir_check
 
     result = {"runs": args.runs, "tags": args.tags, "points": args.points, "cores": logdir_check.default_jobs(),
               "loaders": {}}

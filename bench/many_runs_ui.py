@@ -57,7 +57,7 @@ def run_names(n):
 
 def write_runs(root, runs=2000, tags=20, points=50):
     """``runs`` run folders under ``root``; the loss of a run decays at a rate set by its learning rate."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     names = tag_names(tags)
     for name, hp in run_names(runs):

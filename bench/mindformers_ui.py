@@ -50,7 +50,7 @@ class _Events:
     def __init__(self, folder, name="events.out.tfevents.1700000000.bench"):
         from tensorboard.compat.proto import event_pb2
 
-        from tb_plugin_mindspore import records
+        from tb_plugin_mindspore.io import records
 
         os.makedirs(folder, exist_ok=True)
         self.frame = records.frame

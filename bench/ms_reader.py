@@ -95,7 +95,7 @@ def ensure_data(root, target_mb, scalars):
         ms_file = glob.glob(os.path.join(folder, "*_MS"))[0]
         tb_folder = os.path.join(root, "tb", kind)
         if not glob.glob(os.path.join(tb_folder, "*tfevents*")):
-            from tb_plugin_mindspore import convert
+            from tb_plugin_mindspore.commands import convert
 
             convert.convert(folder, out=tb_folder, progress=False)
         tb_file = glob.glob(os.path.join(tb_folder, "*tfevents*_MS"))[0]
@@ -111,7 +111,7 @@ def count_values(logdir, run="."):
 
 
 def bench_framing(path):
-    from tb_plugin_mindspore.reading import ms_files
+    from tb_plugin_mindspore.sources import ms_files
 
     mf = ms_files.MsFile(path)
     t0 = time.perf_counter()
@@ -126,7 +126,7 @@ def bench_framing(path):
 
 
 def bench_ours(path):
-    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+    from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
     folder = os.path.dirname(path)
     gc.collect()
@@ -193,7 +193,7 @@ def bench_tb_accumulator(path):
 
 
 def memory_ours(path):
-    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+    from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
     gc.collect()
     tracemalloc.start()

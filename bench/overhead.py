@@ -89,16 +89,18 @@ def _parts(model_config):
 
 def _monitor_kwargs(tier, warm, debug_freq):
     """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due)."""
+    from tb_mindspore_callbacks import Debug, Diagnostic, Storage
+
     freq = 1 if warm else 10
-    kwargs = {"collect_freq": freq, "diagnostic_freq": freq, "registry": None}
+    kwargs = {"collect_freq": freq, "diagnostic": Diagnostic(every=freq), "storage": Storage(registry=None)}
     if tier.endswith("_nohealth"):
-        kwargs["live_health"] = False      # live health is on by default: this tier measures what it costs
+        kwargs["health"] = False           # live health is on by default: this tier measures what it costs
     if tier.endswith("_noflight"):
         kwargs["flight_recorder"] = 0      # so is the flight recorder
     if tier == "core_diag_debug" or tier.startswith("debug_"):
         # debug_<item>: core + diagnostic + that one debug item (to see what each costs).
-        kwargs["debug"] = "all" if tier == "core_diag_debug" else [tier[len("debug_"):]]
-        kwargs["debug_freq"] = 1 if warm else debug_freq
+        kwargs["debug"] = Debug(items="all" if tier == "core_diag_debug" else [tier[len("debug_"):]],
+                                every=1 if warm else debug_freq)
     return kwargs
 
 
@@ -359,7 +361,7 @@ def main(argv=None):
     # so that a new monitor for the same network does not compile them again. This script holds up to 16 models in
     # one process: with the default size, a timed run would compile its debug cells again (a one-off of about half
     # a second that a real run pays once, reported as core/compile_ms) and the debug tier would be charged for it.
-    from tb_mindspore_callbacks import layers as _layers
+    from tb_mindspore_callbacks.cells import layers as _layers
 
     _layers._CACHE_SIZE = 64
     model_config = None

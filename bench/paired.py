@@ -45,7 +45,9 @@ def _settings(tier, debug_freq, diagnostic_freq):
     """The monitor's settings of a timed tier (``bench/overhead.py``'s) with weight norms every ``diagnostic_freq``."""
     from overhead import _monitor_kwargs
 
-    return dict(_monitor_kwargs(tier, False, debug_freq), diagnostic_freq=diagnostic_freq)
+    from tb_mindspore_callbacks import Diagnostic
+
+    return dict(_monitor_kwargs(tier, False, debug_freq), diagnostic=Diagnostic(every=diagnostic_freq))
 
 
 def _blocks(mode, tier, rounds, block, out, diagnostic_freq):

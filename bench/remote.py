@@ -95,7 +95,7 @@ class CountingProxy:
 def _event_records(start, n):
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from tb_plugin_mindspore import records
+    from tb_plugin_mindspore.io import records
 
     out = []
     for step in range(start, start + n):
@@ -107,8 +107,8 @@ def _event_records(start, n):
 
 
 def _ms_records(start, n):
-    from tb_plugin_mindspore import records
-    from tb_plugin_mindspore.reading import ms_proto
+    from tb_plugin_mindspore.io import records
+    from tb_plugin_mindspore.io import ms_proto
 
     out = []
     for step in range(start, start + n):
@@ -124,7 +124,7 @@ def _ms_records(start, n):
 def _header_event():
     from tensorboard.compat.proto import event_pb2
 
-    from tb_plugin_mindspore import records
+    from tb_plugin_mindspore.io import records
 
     return records.frame(event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2").SerializeToString())
 
@@ -137,7 +137,7 @@ def bench_writers(proxy, flushes, per_flush):
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     out = {}
     for name in ("stock_tb_writer", "summary_writer"):
@@ -199,8 +199,8 @@ def main(argv=None):
 
     from tensorboard.backend.event_processing import plugin_event_multiplexer
 
-    from tb_plugin_mindspore.reading import event_headers, fs
-    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+    from tb_plugin_mindspore.io import event_headers, fs
+    from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
     url = "s3://bench/logs"
     mux = plugin_event_multiplexer.EventMultiplexer(tensor_size_guidance={"scalars": 1000})

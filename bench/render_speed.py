@@ -42,7 +42,7 @@ LAYER_STEPS = 5000
 
 
 def write_chart_runs(root):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     for r, run in enumerate(("run_a", "run_b")):
         with SummaryWriter(os.path.join(str(root), run), max_queue=len(TAGS) * STEPS + 10) as w:
@@ -61,7 +61,7 @@ def write_layer_run(root, layers=LAYERS, steps=LAYER_STEPS, run="layers_run"):
     around 1e-5 .. 1e-1 per layer, slowly decaying, with noise)."""
     import numpy as np
 
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     rng = np.random.default_rng(0)
     names = layer_names(layers)

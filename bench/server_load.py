@@ -83,7 +83,7 @@ def write_big(folder, steps, ntags):
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
 
     tags = big_tags(ntags)
     os.makedirs(folder, exist_ok=True)
@@ -111,7 +111,7 @@ def write_small(folder, index, steps=SMALL_STEPS):
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
 
     os.makedirs(folder, exist_ok=True)
     w = EventFileWriter(folder, max_queue_size=10000, flush_secs=120)
@@ -163,7 +163,7 @@ class LiveWriter:
         self._thread = None
 
     def start(self):
-        from tb_plugin_mindspore.writer import SummaryWriter
+        from tb_plugin_mindspore.writing.writer import SummaryWriter
 
         self._writer = SummaryWriter(self.folder, flush_secs=1.0)
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -476,7 +476,7 @@ def soak(path, loaders, seconds, rate, sample_every=10.0):
     """One run written at ``rate`` recorded steps a second for ``seconds`` s (5 scalars and 3 interval rows a step,
     one value per event as the callbacks write them), read at the same time by a ``tensorboard`` per loader with
     the plugin's sample limits and one with every point kept. Returns the memory samples of each server."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     logdir = os.path.join(path, "soak")
     shutil.rmtree(logdir, ignore_errors=True)

@@ -53,7 +53,7 @@ def _cell(kind):
         if kind.startswith("monitored_layers"):
             cell.track_layer_grad_norms(range(len(cell.weights)))
         if kind == "monitored_flight":
-            from tb_mindspore_callbacks.layers import LayerSelection
+            from tb_mindspore_callbacks.cells.layers import LayerSelection
 
             ids = [id(p) for p in cell.weights]
             cell.track_flight([ids.index(id(p)) for p in LayerSelection().select(list(cell.weights))], 110)

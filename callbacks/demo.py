@@ -28,10 +28,12 @@ import mindspore.dataset as ds
 from mindspore.nn.learning_rate_schedule import LearningRateSchedule
 from mindspore.train import Callback, Model
 
-from .landscape_run import LandscapeInterrupted
+from .landscape.run import LandscapeInterrupted
 from .monitor import TrainMonitor
-from .run_dir import make_run_dir
-from .train_cell import MonitoredTrainCell
+from .recorders.options import Debug, Diagnostic, Eval
+from .common.run_dir import make_run_dir
+from .cells.train_cell import MonitoredTrainCell
+from .landscape import LandscapeCallback
 
 __all__ = ["run_demo", "run_full_demo", "summary_collector_run", "build_model", "synthetic_dataset", "WarmupCosineLR",
            "DEMO_CONFIG", "DEMO_SMALL", "DEFAULT_STEPS", "DemoInterrupted"]
@@ -281,14 +283,12 @@ def run_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, collect_freq=
     every = max(steps // 8, 10)
     callbacks = [TrainMonitor(run_dir, collect_freq=collect_freq, hparams=hparams,
                               # Diagnostic tier: weight norms and a held-out evaluation 8 times per run.
-                              diagnostic_freq=every, eval_dataset=synthetic_dataset(8, c, seed=1),
-                              eval_metrics=["accuracy"], eval_freq=every,
+                              diagnostic=Diagnostic(every=every),
+                              eval=Eval(synthetic_dataset(8, c, seed=1), metrics=["accuracy"], every=every),
                               # Debug tier, every item, 8 times per run.
-                              debug="all", debug_freq=every),
+                              debug=Debug(items="all", every=every)),
                  _Progress(label, steps, stream=stream, stop=stop)]
     if landscape:
-        from .landscape import LandscapeCallback
-
         callbacks.append(LandscapeCallback(run_dir, eval_data=synthetic_arrays(64, c, seed=2), methods=("random",),
                                            grid=11, log=log, progress=True))
     model.train(1, synthetic_dataset(steps, c), callbacks=callbacks, dataset_sink_mode=False)

@@ -17,6 +17,18 @@ optimizer and them as one compiled call; otherwise (``optimizer(grads)`` called 
 ``step`` runs them as one small compiled call of their own. The loss tensor is only kept, and read with the others
 every ``collect_freq`` steps, when a point is written. A thin adapter over the recorders'
 :class:`~.recorders.Pipeline`.
+
+Torch-style models (MindNLP's ``mindtorch`` modules, their ``param_groups`` optimizers) are recorded the same way,
+under their ``named_parameters()`` names (``loop_params.py`` over the torch-style module adapter
+``torch_style.params.ModuleParams``: which parameters, their names, the learning rates)::
+
+    with LoopMonitor(run_dir, optimizer, network=model) as mon:
+        for batch in loader:
+            mon.begin_step()
+            loss = grad_fn(batch["input_ids"], batch["labels"])   # mindtorch.autograd.value_and_grad: on p.grad
+            mon.update()                          # optimizer.step()
+            mon.step(loss, inputs=batch)          # before zero_grad: the gradients are read from p.grad
+            model.zero_grad()
 """
 
 import numpy as np
@@ -24,12 +36,34 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .live_health import UpdateGuard, guard_settings
-from .recorders import LoopSource, MonitorSettings, Pipeline, default_recorders
+from .cells.train_cell import global_norm, norm_plan
+from .common.model_kinds import describe, is_pytorch, is_torch_style_module, is_torch_style_optimizer, not_a_cell
+from .recorders.live_health import UpdateGuard, guard_settings
+from .recorders import Diagnostic, LoopSource, MonitorSettings, Pipeline, default_recorders
+from .recorders.options import from_keywords
 from .monitor import _check_recorders
-from .train_cell import global_norm, norm_plan
+from .loop_params import loop_params
 
 __all__ = ["LoopMonitor"]
+
+
+def _check_model(optimizer, network):
+    """One-line errors at construction for an optimizer / network the loop cannot record."""
+    if optimizer is not None and not isinstance(optimizer, nn.Optimizer) and not is_torch_style_optimizer(optimizer) \
+            or is_pytorch(optimizer):
+        raise ValueError(not_a_cell("LoopMonitor's optimizer", optimizer,
+                                    "a mindspore.nn.Optimizer, a torch-style optimizer (param_groups) or None"))
+    if network is not None and not isinstance(network, nn.Cell) and not is_torch_style_module(network) \
+            or is_pytorch(network):
+        raise ValueError(not_a_cell("LoopMonitor's network", network,
+                                    "a mindspore.nn.Cell, a torch-style module (named_parameters()) or None"))
+    if isinstance(optimizer, nn.Optimizer) and network is not None and not isinstance(network, nn.Cell):
+        raise ValueError("LoopMonitor got a mindspore.nn.Optimizer with %s: give the torch-style module's own "
+                         "optimizer (param_groups)" % describe(network))
+
+
+def _zeros_like(p):
+    return ops.zeros(tuple(p.shape), ms.float32)
 
 
 class _Params:
@@ -64,35 +98,64 @@ class LoopMonitor:
     Args:
       logdir: the run folder.
       optimizer: the ``nn.Optimizer`` you call each step (for the applied learning rate, weight norms, update
-        ratios); None records loss and gradient norm only.
+        ratios), or a torch-style optimizer (``param_groups`` with ``lr``: MindNLP's ``mindtorch`` models); None
+        records loss and gradient norm only.
       network: the forward network, for activation histograms (``debug=["activations"]``); it is called with the
-        ``inputs`` given to :meth:`step`.
-      collect_freq, batch_size and every other keyword: as for :class:`TrainMonitor` (``debug``, ``debug_freq``,
-        ``diagnostic_freq`` (default 100 steps here: a loop has no epochs), ``layers_include``, ``hparams``,
-        ``live_health``, ``on_anomaly``, ``recorders``, ...). ``eval_dataset`` is not supported here: evaluate in
-        your loop and call :meth:`scalar`.
+        ``inputs`` given to :meth:`step` (a dict of keyword arguments for a torch-style module). A torch-style
+        module (``named_parameters()``) also names the parameters: ``bert.encoder.layer.0...``.
+      param_names: torch-style models only: the parameters' names, a list in the order of the gradients or a
+        callable ``param -> name`` (default: ``network.named_parameters()``).
+      lr: torch-style models only: a callable returning the learning rate (one number, or one per group) or a
+        number (default: ``param_groups[i]["lr"]``, read before the optimizer step).
+      collect_freq, batch_size and every other keyword (keyword-only): as for :class:`TrainMonitor` (``hparams``,
+        ``recorders``, ``flight_recorder``, and the option groups ``debug=Debug(...)``, ``diagnostic=Diagnostic(...)``
+        (weight norms every 100 steps by default here: a loop has no epochs), ``layers=Layers(...)``,
+        ``health=LiveHealth(...)``, ``storage=Storage(...)``, ``ranks=Ranks(...)``; the flat keywords of earlier
+        releases with a ``FutureWarning``). ``eval=`` is not supported here: evaluate in your loop and call
+        :meth:`scalar`.
 
     Call :meth:`step` once per training step, after the optimizer update, with the loss and the gradients (in the
-    order of ``optimizer.parameters``); it returns False once live health asked to stop (``on_anomaly="stop"``,
-    also :attr:`stop_requested`). :meth:`update` applies ``optimizer(grads)`` unless ``on_anomaly="skip"`` says
+    order of ``optimizer.parameters``, or of the ``param_groups``; a torch-style model's are read from ``.grad``
+    when not given); it returns False once live health asked to stop (``on_anomaly="stop"``, also
+    :attr:`stop_requested`). Construction fails in one line for a model or optimizer it cannot record (real PyTorch,
+    a ``mindspore.nn.Optimizer`` with a torch-style module, ...). :meth:`update` applies ``optimizer(grads)`` unless ``on_anomaly="skip"`` says
     the gradients are non-finite or spiking. :meth:`begin_step` (optional, right after the batch is fetched) adds
     the data-wait time. :meth:`close` (or the ``with`` block) writes the final points and the run end marker.
     """
 
-    def __init__(self, logdir, optimizer=None, network=None, collect_freq=10, batch_size=None, recorders=(),
-                 **kwargs):
-        if optimizer is not None and not isinstance(optimizer, nn.Optimizer):
-            raise ValueError("optimizer must be a mindspore.nn.Optimizer or None, got %r" % (optimizer,))
-        if network is not None and not isinstance(network, nn.Cell):
-            raise ValueError("network must be a mindspore.nn.Cell or None, got %r" % (network,))
-        if kwargs.get("eval_dataset") is not None:
+    def __init__(self, logdir, optimizer=None, *, network=None, collect_freq=10, batch_size=None, recorders=(),
+                 hparams=None, flight_recorder=100, diagnostic=None, debug=None, eval=None, layers=None, health=None,
+                 storage=None, ranks=None, param_names=None, lr=None, **old_keywords):
+        _check_model(optimizer, network)
+        torch_style = is_torch_style_optimizer(optimizer) or (network is not None and not isinstance(network, nn.Cell))
+        if not torch_style and (param_names is not None or lr is not None):
+            raise ValueError("param_names= and lr= are for torch-style models (a mindspore.nn.Optimizer names its "
+                             "parameters and knows its learning rate), got %s"
+                             % ", ".join(n for n, v in (("param_names=", param_names), ("lr=", lr)) if v is not None))
+        if param_names is not None and not callable(param_names) and isinstance(param_names, (str, bytes)):
+            raise ValueError("param_names must be a list of names (in the order of the gradients) or a callable "
+                             "param -> name, got %r" % (param_names,))
+        if lr is not None and not callable(lr) and (isinstance(lr, bool) or not isinstance(lr, (int, float))):
+            raise ValueError("lr must be a callable returning the learning rate (one number or one per group) or a "
+                             "number, got %r" % (lr,))
+        groups = from_keywords("LoopMonitor", old_keywords, {
+            "diagnostic": diagnostic, "debug": debug, "eval": eval, "layers": layers, "health": health,
+            "storage": storage, "ranks": ranks})
+        if groups["eval"] is not None:
             raise ValueError("LoopMonitor does not run evaluations; evaluate in your loop and call scalar()")
-        kwargs.setdefault("diagnostic_freq", 100)
-        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, **kwargs)
+        if groups["diagnostic"] is None:
+            groups["diagnostic"] = Diagnostic(every=100)
+        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, hparams=hparams,
+                                        flight_recorder=flight_recorder, **groups)
         if "activations" in self.settings.debug and network is None:
             raise ValueError("debug item 'activations' needs network= (the forward network to probe)")
         if "skip" in self.settings.on_anomaly and optimizer is None:
             raise ValueError("on_anomaly='skip' needs optimizer= (LoopMonitor.update applies it)")
+        # A torch-style model: its parameters from the optimizer's param_groups (or the module), named by
+        # named_parameters(); checked now (a bad param_names list fails here, not in training).
+        self.table = loop_params(optimizer if is_torch_style_optimizer(optimizer) else None,
+                                 network if network is not None and not isinstance(network, nn.Cell) else None,
+                                 param_names, lr) if torch_style else None
         extra = _check_recorders(recorders)
         self.monitor = Pipeline(self.settings, lambda s: default_recorders(s, extra), owner="LoopMonitor")
         self.optimizer = optimizer
@@ -104,6 +167,7 @@ class LoopMonitor:
         self._began = False
         self._closed = False
         self._fused = False
+        self._given = None
 
     @property
     def writer(self):
@@ -136,15 +200,21 @@ class LoopMonitor:
         if self._closed or not self._began:
             return
         try:
+            self._source.note_lrs()
             self.monitor.step_begin(self._params.cur_step_num + 1)
         except Exception:
             self.monitor.error("step begin")
 
-    def update(self, grads):
-        """``optimizer(grads)``, unless ``on_anomaly`` includes ``"skip"`` and the gradient norm is non-finite or 10x
+    def update(self, grads=None):
+        """``optimizer(grads)`` (a torch-style optimizer: ``optimizer.step()``, the gradients being on the
+        parameters' ``.grad``), unless ``on_anomaly`` includes ``"skip"`` and the gradient norm is non-finite or 10x
         the largest applied before (then the update is left out and counted). Returns True when applied."""
         if self.optimizer is None:
             raise RuntimeError("LoopMonitor.update needs optimizer=")
+        if self.table is not None:
+            return self._torch_update(grads)
+        if grads is None:
+            raise ValueError("LoopMonitor.update(grads) needs the gradients (in the order of optimizer.parameters)")
         if not self._began:
             self._start(grads)
         if "skip" in self.settings.on_anomaly:
@@ -165,13 +235,53 @@ class LoopMonitor:
             self._source.apply(grads, lambda: self.monitor.error("optimizer and statistics in one call"))
         else:
             self.optimizer(grads)
+            self._given = grads         # step(loss) without grads records these
         return True
+
+    def _torch_update(self, grads):
+        if not self._began:
+            self._start(self._torch_grads(grads))
+        self._source.note_lrs()
+        if "skip" in self.settings.on_anomaly:
+            try:
+                given = self._torch_grads(grads)
+                if given is not None:
+                    if self._norm is None:
+                        self._norm = _GradNorm([tuple(g.shape) for g in given])
+                        self._guard = UpdateGuard(*guard_settings(self.settings))
+                    norm = float(np.asarray(self._norm(ms.mutable(tuple(given))).asnumpy()).reshape(-1)[0])
+                    if self._guard.skip(norm):
+                        self._source.note_skipped(self._params.cur_step_num + 1)
+                        return False
+            except Exception:
+                self.monitor.error("update guard")
+        self.optimizer.step()
+        return True
+
+    def _torch_grads(self, grads):
+        """The step's gradients: those given, else (torch style) the parameters' ``.grad``; None when neither."""
+        if grads is not None:
+            return tuple(grads)
+        if self.table is None:
+            return None
+        found = self.table.grads()
+        if found is None:
+            return None
+        return tuple(g if g is not None else _zeros_like(p) for g, p in zip(found, self.table.params))
 
     def step(self, loss, grads=None, inputs=None, batch_size=None):
         """Records one training step (call it after the optimizer update). Returns False once live health asked
-        to stop training."""
+        to stop training. A torch-style model's gradients are read from the parameters' ``.grad`` when ``grads`` is
+        not given (call it before ``optimizer.zero_grad()``)."""
         if self._closed:
             raise RuntimeError("LoopMonitor is closed")
+        if self.table is not None and grads is None:
+            grads = self._torch_grads(None)
+            if grads is None and self._source is not None:
+                self._source.cleared = True
+        if grads is None:
+            grads = self._given
+        self._given = None
         p = self._params
         if not self._began:
             self._start(grads)
@@ -186,7 +296,8 @@ class LoopMonitor:
         except Exception:
             self.monitor.error("loop statistics")
         p.cur_step_num += 1
-        inputs = tuple(inputs) if inputs is not None else None
+        if inputs is not None and not isinstance(inputs, dict):
+            inputs = tuple(inputs)
         try:
             self.monitor.step_end(p.cur_step_num, outputs=loss, inputs=inputs)
             # Without begin_step, the weights are kept now for the next step's update ratio (nothing changes
@@ -207,9 +318,14 @@ class LoopMonitor:
         # The optimizer and the statistics in one call only in GRAPH_MODE, where the optimizer is compiled anyway
         # (in PYNATIVE_MODE it keeps running as the user wrote it).
         self._fused = ms.get_context("mode") == ms.GRAPH_MODE
-        self._source = LoopSource(self.optimizer, None if grads is None else [tuple(g.shape) for g in grads])
+        self._fused = self._fused and self.table is None
+        self._source = LoopSource(self.optimizer if self.table is None else None,
+                                  None if grads is None else [tuple(g.shape) for g in grads], self.table)
+        if self.table is not None and grads is None:
+            self._source.cleared = True
         try:
-            self.monitor.start(self._source, step=0, cb_params=self._params, probe_net=self.network,
+            self.monitor.start(self._source, step=0, cb_params=self._params,
+                               probe_net=self.network,
                                batch=self.settings.batch_size)
         except Exception:
             self.monitor.error("start")

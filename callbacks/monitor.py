@@ -3,23 +3,15 @@ plus live health. A thin adapter: ``Model.train``'s callbacks drive a :class:`~.
 
 from mindspore.train import Callback
 
-from tb_plugin_mindspore import metadata
-
-from ._util import cb_get, find_cell, find_optimizer, logger
-from .layers import DEFAULT_MAX_LAYERS
-from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, default_recorders
+from .common.util import cb_get, find_cell, find_optimizer
+from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, Recorder, default_recorders
+from .recorders.graph import GraphRecorder
+from .recorders.mindformers_source import MindFormersSource, find_mindformers_cell
+from .recorders.options import from_keywords
 from .recorders.settings import DEBUG_ITEMS
-from .train_cell import MonitoredTrainCell
+from .cells.train_cell import MonitoredTrainCell
 
 __all__ = ["TrainMonitor", "DEBUG_ITEMS"]
-
-_NO_CELL_WARNING = (
-    "tb-mindspore: the training network has no MonitoredTrainCell, so %s (the gradient norm, its spike-preserving "
-    "statistics of every step%s) is not recorded; loss and learning rate still are. Wrap your network in one line: "
-    "`train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer)` and train `Model(train_net)` "
-    "(from tb_mindspore_callbacks import MonitoredTrainCell)."
-)
-
 
 def lend_optimizer(cb):
     """Sets ``cb_params.optimizer`` from the training cell when ``Model`` was built from a training cell only.
@@ -62,23 +54,28 @@ class TrainMonitor(Callback):
     * ``core/compile_ms``: one-off time kept out of the step time: the first step (graph compilation), at step 1,
       and the first debug point (the monitoring graphs compiled once), at that step.
 
-    **Diagnostic** (at each epoch end, or every ``diagnostic_freq`` steps; and at the end): per-layer weight norms
+    **Diagnostic** (at each epoch end, or every ``Diagnostic(every=)`` steps; and at the end): per-layer weight norms
     (``diagnostic/layer_weight_norm``, one fused computation on the device) and the global weight norm; with an
-    ``eval_dataset``, ``diagnostic/eval_loss`` and ``diagnostic/eval/<metric>`` (at each epoch end, or every
-    ``eval_freq`` steps).
+    ``eval=Eval(dataset, ...)``, ``diagnostic/eval_loss`` and ``diagnostic/eval/<metric>`` (at each epoch end, or
+    every ``Eval(every=)`` steps).
 
-    **Debug** (off by default; opt in per item with ``debug=[...]`` or ``debug="all"``; every ``debug_freq`` steps):
+    **Debug** (off by default; opt in per item with ``debug=Debug(items=[...])`` or ``debug="all"``; every
+    ``Debug(every=)`` steps):
     ``update_ratio`` (||w_after - w_before|| / ||w_before|| per layer over the real optimizer step; only at the
-    multiples of ``debug_freq``, where the weights were kept before the step),
+    multiples of ``Debug.every``, where the weights were kept before the step),
     ``layer_grad_norm`` (needs a MonitoredTrainCell), ``activations`` (histograms of the outputs of the top-level
-    blocks on ``activation_samples`` samples of the step's batch) and ``data_wait`` (milliseconds the step waited
-    for its batch: time from the previous step's end, or the epoch's start for its first step, to this step's
-    start; monitoring and epoch-end work are left out).
+    blocks on ``Debug(activation_samples=)`` samples of the step's batch) and ``data_wait`` (milliseconds the step
+    waited for its batch: time from the previous step's end, or the epoch's start for its first step, to this
+    step's start; monitoring and epoch-end work are left out).
 
     Loss, gradient norm and their interval statistics come from a :class:`MonitoredTrainCell` in the training
-    network (computed inside the compiled step; nothing is copied to the host between two points). Without one,
-    loss and learning rate are still recorded (the loss read from the step outputs, the learning rate recomputed on
-    the host from the optimizer), the gradient norm is not, and one warning says how to add the cell.
+    network (computed inside the compiled step; nothing is copied to the host between two points). With mindformers'
+    own training cell (``MFTrainOneStepCell``, ``MFPipelineWithLossScaleCell``: a mindformers ``Trainer``, or a
+    YAML ``callbacks:`` entry ``type: TrainMonitor``) they are read from that cell's outputs (loss, overflow, loss
+    scale, learning rate, global norm, local norms), never computed again. Without either, loss and learning rate
+    are still recorded (the loss read from the step outputs, the learning rate recomputed on the host from the
+    optimizer), the gradient norm is not. What a run cannot record is said once in the log and in the run info
+    (``recorded`` / ``not_recorded``, with the reason and how to get it).
 
     At train begin ``_meta/run_info`` holds the format version, MindSpore version, ``collect_freq``, rank and the
     setup; ``hparams`` (those :func:`make_run_dir` recorded in the folder, updated by ``hparams=``) go to
@@ -93,18 +90,18 @@ class TrainMonitor(Callback):
 
     **Sink mode** (``dataset_sink_mode=True``, on Ascend / GPU): MindSpore runs ``sink_size`` steps (default: one
     epoch) per call on the device and calls back only after each sink. A point is then written at the first
-    callback at or after each multiple of ``collect_freq`` (or ``debug_freq``, ``diagnostic_freq``), with the true
+    callback at or after each multiple of ``collect_freq`` (or ``Debug.every``, ``Diagnostic.every``), with the true
     step number of that callback (a multiple of the sink size). The interval statistics of ``MonitoredTrainCell``
     still cover every step, because they are updated inside the graph; step time is the sink's wall time divided
     by its steps; the update ratio spans the whole sink (snapshot before it, ratio after it); ``data_wait`` is the
     host-side gap between two sinks (the device reads its data queue unseen). Without the cell the loss interval
     only sees the last step of each sink. MindSpore on CPU runs sink mode as non-sink (a callback every step).
 
-    **Distributed**: only rank 0 writes unless ``all_ranks=True`` (then rank ``k > 0`` writes to
+    **Distributed**: only rank 0 writes unless ``ranks=Ranks(all=True)`` (then rank ``k > 0`` writes to
     ``<logdir>/rank<k>``, its own run, so ranks can be compared and no two processes share a file). The rank comes
     from ``mindspore.communication`` when initialised, else from ``RANK_ID``.
 
-    **Live health** (on by default, see ``live_health`` / ``on_anomaly``): at the core point that follows a problem
+    **Live health** (on by default, see ``health=LiveHealth(...)``): at the core point that follows a problem
     (within one ``collect_freq`` interval), one line in the training log (what, where, since which step, what to
     do), a ``_meta/health_event`` in the run (the Health panel and ``tb-mindspore check`` read it) and the actions
     asked for. A stall (no step for 10x the usual time between points, at least 2 minutes) is found by a watchdog
@@ -122,78 +119,62 @@ class TrainMonitor(Callback):
     of the monitoring (disk full, read-only or removed run folder, failed rotation) are logged once and never
     raised into training.
 
-    Args:
+    Args (all but ``logdir`` keyword-only; the options are grouped by what they switch on, each group a small
+    validated object from ``tb_mindspore_callbacks``):
       logdir: the run folder (e.g. from :func:`make_run_dir`); created if missing.
       collect_freq: core points every this many steps (int >= 1).
-      flush_secs: the longest a written value waits in memory before reaching the file (> 0).
       batch_size: samples per step for throughput; by default the training dataset's batch size.
-      rank: the rank of this process; by default detected at train begin.
-      all_ranks: also write from ranks other than 0 (each into ``<logdir>/rank<k>``).
-      max_queue: values that may wait for the writer thread before new ones are dropped (and counted).
-      diagnostic_freq: weight norms every this many steps; None: at each epoch end.
-      weight_norms: record per-layer weight norms (diagnostic tier).
-      eval_dataset: a dataset to evaluate on (diagnostic tier); None: no evaluation.
-      eval_metrics: metrics for the evaluation: names (``"accuracy"``) or ``{name: Metric}``; the loss is always
-        recorded.
-      eval_freq: evaluate every this many steps; None: at each epoch end.
-      eval_model: a ``Model`` to evaluate with; by default one is built from the training network's backbone and
-        loss function (a ``WithLossCell`` inside the training cell, or ``Model(net, loss_fn, opt)``).
-      debug: debug items to record: a list from :data:`DEBUG_ITEMS`, or ``"all"``; default none.
-      debug_freq: debug points every this many steps.
-      activation_samples: samples of the batch used for activation histograms.
-      activations_include: regex on cell names selecting the cells whose outputs are histogrammed; default: the
-        top-level blocks (children of the network, and of its CellList / SequentialCell containers).
-      layers_include: regex on parameter names selecting the layers; default: every parameter with >= 2 dims.
-      layers_exclude: regex of parameter names to leave out.
-      max_layers: at most this many layers (an evenly spaced subset when more match).
       hparams: a dict of hyperparameters (HParams tab and the registry line).
-      registry: ``"auto"`` (``experiments.md`` in the folder that holds ``logdir``), a file path, or None.
-      max_file_bytes / max_run_bytes: event-file rotation size and budget for the run folder (see SummaryWriter).
-      live_health: judge every core point while training (NaN / Inf loss, gradients or weights, gradient explosion,
-        loss spikes) and watch for stalls (default True); a dict overrides thresholds
-        (:data:`~tb_mindspore_callbacks.recorders.LIVE_HEALTH_DEFAULTS`); False turns it off.
-      on_anomaly: what live health does at a finding besides the log line and the ``_meta/health_event``:
-        ``"stop"`` (end training after that step), ``"skip"`` (a MonitoredTrainCell does not apply the update of a
-        step whose gradient norm is non-finite or 10x the largest applied before), ``"checkpoint"`` (save the
-        weights of the last point without a problem), or a tuple of them; default ``("log",)``.
-      checkpoint_dir: where ``"checkpoint"`` saves (default ``<logdir>/checkpoints``).
+      recorders: extra :class:`~tb_mindspore_callbacks.recorders.Recorder` objects to run with the built-in ones.
       flight_recorder: steps of per-layer gradient norms kept on the device (default 100; 0 or None: off) and
         written out (``debug/flight/*``) when live health finds an anomaly, which then names the layer and step
         where it started; the debug tier is on for the 50 steps after (needs a MonitoredTrainCell).
-      recorders: extra :class:`~tb_mindspore_callbacks.recorders.Recorder` objects to run with the built-in ones.
+      diagnostic: :class:`Diagnostic` ``(every=None, weight_norms=True)``: weight norms every this many steps, or
+        at each epoch end.
+      debug: :class:`Debug` ``(items=(), every=100, activation_samples=4, activations_include=None)``, or its items
+        alone (a list from :data:`DEBUG_ITEMS`, or ``"all"``).
+      eval: :class:`Eval` ``(dataset, metrics=None, every=None, model=None)``: evaluation while training; by
+        default the model is built from the training network's backbone and loss function (a ``WithLossCell``
+        inside the training cell, or ``Model(net, loss_fn, opt)``).
+      layers: :class:`Layers` ``(include=None, exclude=None, max=64)``: which parameters are the per-layer series'
+        layers (default: every parameter with >= 2 dims).
+      health: :class:`LiveHealth` ``(thresholds=None, on_anomaly=("log",), checkpoint_dir=None)`` (on by default;
+        ``False`` turns it off). ``on_anomaly``: ``"stop"`` (end training after that step), ``"skip"`` (a
+        MonitoredTrainCell does not apply the update of a step whose gradient norm is non-finite or 10x the largest
+        applied before), ``"checkpoint"`` (save the weights of the last point without a problem, into
+        ``checkpoint_dir``, default ``<logdir>/checkpoints``), or a tuple of them; ``thresholds`` override
+        :data:`~tb_mindspore_callbacks.recorders.LIVE_HEALTH_DEFAULTS`.
+      storage: :class:`Storage` ``(flush_secs=2.0, max_queue=10000, max_file_bytes=None, max_run_bytes=None,
+        registry="auto")``: how long a value may wait before reaching the file, how many may wait for the writer
+        thread, event-file rotation size and run budget (see SummaryWriter), the ``experiments.md`` registry.
+      ranks: :class:`Ranks` ``(rank=None, all=False)``: this process's rank (detected at train begin by default);
+        ``all=True`` also writes from ranks other than 0 (each into ``<logdir>/rank<k>``).
       graph: record the model graph once, after the first step (GRAPH_MODE; what ``SummaryCollector(collect_graph=
         True)`` records), as TensorBoard's GraphDef: TensorBoard's Graphs tab and the tab's Model graph section.
+
+    The flat keywords of earlier releases (``debug_freq=``, ``eval_dataset=``, ``layers_include=``,
+    ``live_health=``, ``on_anomaly=``, ``max_run_bytes=``, ``all_ranks=``, ...) still work for this release, with a
+    ``FutureWarning`` that names the new form.
 
     Misuse (a bad regex, ``collect_freq <= 0``, an unknown debug item or metric) raises ValueError here, not
     during training.
     """
 
-    def __init__(self, logdir, collect_freq=10, flush_secs=2.0, batch_size=None, rank=None, all_ranks=False,
-                 max_queue=10000, diagnostic_freq=None, weight_norms=True, eval_dataset=None, eval_metrics=None,
-                 eval_freq=None, eval_model=None, debug=(), debug_freq=100, activation_samples=4,
-                 activations_include=None, layers_include=None, layers_exclude=None,
-                 max_layers=DEFAULT_MAX_LAYERS, hparams=None, registry="auto", max_file_bytes=None,
-                 max_run_bytes=None, live_health=True, on_anomaly=("log",), checkpoint_dir=None, recorders=(),
-                 flight_recorder=100, graph=False):
+    def __init__(self, logdir, *, collect_freq=10, batch_size=None, hparams=None, recorders=(), flight_recorder=100,
+                 diagnostic=None, debug=None, eval=None, layers=None, health=None, storage=None, ranks=None,
+                 graph=False, **old_keywords):
         super().__init__()
         if not isinstance(graph, bool):
             raise ValueError("graph must be True or False, got %r" % (graph,))
-        self.settings = MonitorSettings(
-            logdir, collect_freq=collect_freq, flush_secs=flush_secs, batch_size=batch_size, rank=rank,
-            all_ranks=all_ranks, max_queue=max_queue, diagnostic_freq=diagnostic_freq, weight_norms=weight_norms,
-            eval_dataset=eval_dataset, eval_metrics=eval_metrics, eval_freq=eval_freq, eval_model=eval_model,
-            debug=debug, debug_freq=debug_freq, activation_samples=activation_samples,
-            activations_include=activations_include, layers_include=layers_include, layers_exclude=layers_exclude,
-            max_layers=max_layers, hparams=hparams, registry=registry, max_file_bytes=max_file_bytes,
-            max_run_bytes=max_run_bytes, live_health=live_health, on_anomaly=on_anomaly,
-            checkpoint_dir=checkpoint_dir, flight_recorder=flight_recorder)
+        groups = from_keywords("TrainMonitor", old_keywords, {
+            "diagnostic": diagnostic, "debug": debug, "eval": eval, "layers": layers, "health": health,
+            "storage": storage, "ranks": ranks})
+        self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, hparams=hparams,
+                                        flight_recorder=flight_recorder, **groups)
         self.extra_recorders = _check_recorders(recorders)
         if graph:   # the model graph after the first step (GRAPH_MODE), for the Graphs tab and the graph view
-            from .recorders.graph import GraphRecorder
-
             self.extra_recorders.append(GraphRecorder())
         self.pipeline = Pipeline(self.settings, lambda s: default_recorders(s, self.extra_recorders))
-        self._warned_no_cell = False
         self._network_id = None
         self._cell = None
         self._sink = False
@@ -336,13 +317,16 @@ class TrainMonitor(Callback):
         if cell is not None and cell is not self._cell:
             self._cell = cell
             source = CellSource(cell)
-        elif source is None:
-            source = HostSource(find_optimizer(cb))
-            if not self._warned_no_cell:
-                self._warned_no_cell = True
-                extra = ", and the per-layer gradient norms you asked for" if "layer_grad_norm" in \
-                    self.settings.debug else ""
-                logger.warning(_NO_CELL_WARNING, metadata.GRAD_NORM, extra)
+        elif cell is None and self._cell is None:
+            mf_cell = find_mindformers_cell(network)
+            if mf_cell is not None and getattr(source, "cell", None) is not mf_cell:
+                # mindformers' own training cell: its outputs carry loss, overflow, loss scale, learning rate and
+                # the gradient norms; read them instead of computing them again.
+                source = MindFormersSource(mf_cell)
+            elif source is None:
+                # No cell we can read: the loss from the outputs on the host (what is not recorded, and how to
+                # add it, is said once at start).
+                source = HostSource(find_optimizer(cb))
         if self.pipeline.active and source is not self.pipeline.source:
             self.pipeline.source = source
             if self.pipeline.ctx is not None:
@@ -351,8 +335,6 @@ class TrainMonitor(Callback):
 
 
 def _check_recorders(recorders):
-    from .recorders import Recorder
-
     items = list(recorders or ())
     for r in items:
         if not isinstance(r, Recorder):

@@ -1,7 +1,41 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (slow tests included) after setting everything up.
+# Runs the whole test suite after setting everything up (what CI runs).
+#   bash scripts/test.sh            everything but the 'long' trials: the optional environments (mindformers,
+#                                   MindNLP, PyTorch) are built meanwhile in the background (once: later runs reuse
+#                                   them), the test files run in parallel (pytest-xdist, one worker per core), then
+#                                   the few timing-sensitive tests ('serial' marker) alone
+#   bash scripts/test.sh --quick    the edit-test loop: no slow tests, no optional environments, in parallel
+#   bash scripts/test.sh ARGS...    pytest ARGS in parallel (e.g. -m long, or a folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-(cd frontend && npm test --silent)
-exec .venv/bin/python -m pytest -q -rs --durations=15 tests "$@"
+quick=0
+if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
+workers=${TB_MINDSPORE_TEST_WORKERS:-auto}
+
+extras_pid=
+if [ $quick = 0 ]; then
+  bash scripts/extras.sh > extras.log 2>&1 &
+  extras_pid=$!
+fi
+if [ $quick = 1 ] && [ -x .venv/bin/python ] && [ -f tb_plugin_mindspore/static/index.js ]; then
+  :   # set up already: the edit-test loop skips it (rebuild the tab with: cd frontend && npm run build)
+else
+  bash scripts/setup.sh
+  (cd frontend && npm test --silent)
+fi
+if [ -n "$extras_pid" ]; then
+  wait "$extras_pid" || true
+  cat extras.log
+fi
+
+pytest=(.venv/bin/python -m pytest -q -rs -n "$workers" --dist worksteal)
+if [ $quick = 1 ]; then
+  exec "${pytest[@]}" -m "not slow and not long and not serial" tests "$@"
+fi
+if [ $# -gt 0 ]; then
+  exec "${pytest[@]}" "$@"
+fi
+status=0
+"${pytest[@]}" --durations=15 -m "not long and not serial" tests || status=$?
+.venv/bin/python -m pytest -q -rs -p no:xdist --durations=5 -m "serial and not long" tests || status=$?
+exit $status

@@ -9,6 +9,8 @@ import signal
 import socket
 import sys
 
+from .commands import check, compare, convert, doctor, report
+
 PROG = "tb-mindspore"
 
 
@@ -82,7 +84,7 @@ def _run_demo(args):
         import mindspore  # noqa: F401
     except ImportError:
         raise missing
-    from tb_mindspore_callbacks import demo
+    from tb_mindspore_callbacks import demo   # lazy: MindSpore is imported only when the demo runs
 
     steps = demo.DEFAULT_STEPS if args.steps is None else args.steps
     try:
@@ -118,11 +120,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_demo(sub)
-    from . import convert, doctor, report
-    from .health import cli as health_cli
-
     convert.add_convert_parser(sub)
-    health_cli.add_check_parser(sub)
+    check.add_check_parser(sub)
+    compare.add_compare_parser(sub)
     doctor.add_doctor_parser(sub)
     report.add_report_parser(sub)
     return parser

@@ -44,10 +44,10 @@ class MindSporeLoader(base_plugin.TBLoader):
     def fix_flags(self, flags):
         settings = getattr(flags, HEALTH_SET_FLAG, None)
         if settings:   # a bad setting stops TensorBoard with one line, before it serves anything
-            from .health import cli as health_cli
+            from .health import settings as health_settings   # lazy: the entry point stays import-light
 
             try:
-                health_cli.config_from_settings(settings)
+                health_settings.config_from_settings(settings)
             except ValueError as e:
                 raise base_plugin.FlagsError("--%s: %s" % (HEALTH_SET_FLAG, e))
         samples = getattr(flags, "samples_per_plugin", None)
@@ -59,7 +59,7 @@ class MindSporeLoader(base_plugin.TBLoader):
 
     def load(self, context):
         try:
-            from .plugin import MindSporePlugin
+            from .server.plugin import MindSporePlugin   # lazy: the entry point stays import-light
         except Exception:
             logger.exception("tb-plugin-mindspore could not be loaded; the MindSpore tab is disabled")
             return None

@@ -122,23 +122,9 @@ def scalar_tag_of_interval(tag):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Tier classification of tags from anywhere: ours, mindformers', MindSpore SummaryCollector's, plain user tags.
-# First match wins. The patterns are in contract/vocabulary.py (the one table of tag vocabularies, also read by the
-# health rules and the dashboard's families); documented in the README ("How tags are sorted into tiers").
-_TIER_RULES = None
-
-
-def tier_of(tag):
-    """The dashboard tier of a scalar tag; unknown tags go to ``OTHER`` (never dropped)."""
-    global _TIER_RULES
-    if _TIER_RULES is None:
-        from .contract import vocabulary
-
-        _TIER_RULES = vocabulary.tier_rules()
-    for pattern, tier, _source in _TIER_RULES:
-        if pattern.search(tag):
-            return tier
-    return OTHER
+# Tier classification of tags from anywhere (ours, mindformers', MindSpore SummaryCollector's, plain user tags) is
+# ``contract.vocabulary.tier_of``: the patterns live in that one table of tag vocabularies, which names our tags
+# from here (README "How tags are sorted into tiers").
 
 
 def display_name(tag):

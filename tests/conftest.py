@@ -66,3 +66,25 @@ def monitored_run(tmp_path_factory):
                           env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "monitored"
+
+
+# CPU time per test (this process and the children it waited for), written as JSON lines to the file named by
+# TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run needs, since wall times depend on the load.
+_CPU_LOG = os.environ.get("TB_MINDSPORE_TEST_CPU")
+if _CPU_LOG:
+    import json
+    import resource
+    import time
+
+    def _cpu():
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        wall, (own, kids) = time.monotonic(), _cpu()
+        yield
+        own2, kids2 = _cpu()
+        with open(_CPU_LOG, "a") as f:
+            f.write(json.dumps({"test": item.nodeid, "wall": time.monotonic() - wall, "cpu": own2 - own,
+                                "children": kids2 - kids}) + "\n")

@@ -67,7 +67,7 @@ class App:
             time.sleep(0.25)
         raise AssertionError("runs %r never appeared (last: %r)" % (runs, got))
 
-    def wait_for_last_step(self, run, tag, step, timeout=90):
+    def wait_for_last_step(self, run, tag, step, timeout=240):
         """Waits until the loader has read ``run``/``tag`` up to ``step`` (loading is asynchronous)."""
         deadline = time.time() + timeout
         last = None

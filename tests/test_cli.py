@@ -71,7 +71,7 @@ def _check(logdir):
 
 @pytest.mark.slow   # ~60 s on an idle 2-core machine: three compiled graphs, a landscape, a SummaryCollector child
 def test_short_demo_records_every_kind_of_run_and_check_names_the_problem(tmp_path):
-    from tb_plugin_mindspore.reading.ms_logdir import file_kind
+    from tb_plugin_mindspore.sources.ms_logdir import file_kind
 
     p = _demo(tmp_path, DEMO_TEST_STEPS)
     out = p.communicate(timeout=900)[0]
@@ -114,7 +114,7 @@ def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
             if "[1/3] healthy run [" in line:      # the first step is done: training is under way
                 break
         p.send_signal(signal.SIGINT)
-        out = "".join(seen) + p.communicate(timeout=120)[0]
+        out = "".join(seen) + p.communicate(timeout=300)[0]
     finally:
         if p.poll() is None:
             p.kill()

@@ -16,8 +16,9 @@ from tensorboard.util import tensor_util
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reading"))
 import ms_fixture_lib  # noqa: E402
 
-from tb_plugin_mindspore import convert as conv, metadata  # noqa: E402
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir  # noqa: E402
+from tb_plugin_mindspore.commands import convert as conv  # noqa: E402
+from tb_plugin_mindspore import metadata  # noqa: E402
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir  # noqa: E402
 
 
 @pytest.fixture(scope="session")

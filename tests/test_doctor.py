@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tb_plugin_mindspore import doctor
+from tb_plugin_mindspore.commands import doctor
 
 
 def _parser():

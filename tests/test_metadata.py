@@ -3,6 +3,7 @@
 import pytest
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import vocabulary
 
 
 @pytest.mark.parametrize("tag,tier", [
@@ -20,7 +21,7 @@ from tb_plugin_mindspore import metadata
     ("my_custom_thing", "other"), ("conv1.weight/auto", "other"),
 ])
 def test_tier_of(tag, tier):
-    assert metadata.tier_of(tag) == tier
+    assert vocabulary.tier_of(tag) == tier
 
 
 def test_display_name():

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tb_harness import App
 from tb_plugin_mindspore import loader
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 CORE_TAGS = {"core/loss", "core/learning_rate", "core/grad_norm"}
 
@@ -196,7 +196,7 @@ def longer_than_the_scalar_limit(tmp_path_factory):
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
 
     n = loader.SAMPLE_LIMITS["scalars"] + 2000
     w = EventFileWriter(str(root / "run"), max_queue_size=1000, flush_secs=120)   # synchronous: every step lands

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -159,7 +159,7 @@ def test_write_error_stops_writer_not_the_program(tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
         logging.basicConfig(level=logging.WARNING)
-        from tb_plugin_mindspore.writer import SummaryWriter
+        from tb_plugin_mindspore.writing.writer import SummaryWriter
         w = SummaryWriter(sys.argv[1], flush_secs=0.05)
         for step in range(5000):
             w.scalar("core/loss", float(step), step)
@@ -180,7 +180,7 @@ def test_write_error_stops_writer_not_the_program(tmp_path):
 def _metadata_count_per_file(folder, tag):
     from tensorboard.compat.proto import event_pb2
 
-    from tb_plugin_mindspore import records
+    from tb_plugin_mindspore.io import records
 
     counts = {}
     for name in _event_files(folder):
@@ -275,14 +275,14 @@ def test_ctrl_c_caught_by_the_program_keeps_recording(tmp_path):
     """SIGINT writes everything out but leaves the writer open: a program that catches it records on."""
     script = textwrap.dedent("""
         import os, signal, sys
-        from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+        from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
         w = SummaryWriter(sys.argv[1], flush_secs=60)
         install_signal_handlers()
         w.scalar("core/loss", 1.0, 1)
         try:
             os.kill(os.getpid(), signal.SIGINT)
         except KeyboardInterrupt:
-            from tb_plugin_mindspore import records
+            from tb_plugin_mindspore.io import records
             print("CAUGHT", len(list(records.read_records(open(w.path, "rb").read()))), flush=True)
         w.scalar("core/loss", 2.0, 2)
     """)

@@ -2,11 +2,15 @@
 adapt to (the protocol is in :mod:`.base`; how to write and plug in a recorder: ``Recorder``'s docstring and the
 README's callbacks section).
 
-Built in, in the order they run: core (always), rank statistics (always, on every rank: ``..rank_stats``),
-weight norms (``weight_norms=True``), update ratio, per-layer
-gradient norms, activations, data wait (``debug=[...]``), evaluation (``eval_dataset=``), live health
-(``live_health=True``, default), the user's own (``recorders=[...]``), run info (always, last: it writes what the
-others added to the run info at start, and the run end marker).
+Built in, in the order they run: core (always), rank statistics (always, on every rank: ``rank_stats.py``),
+weight norms (``Diagnostic(weight_norms=True)``, default), the debug items' recorders (:data:`DEBUG_RECORDERS`:
+update ratio, per-layer gradient norms, activations, data wait; ``Debug(items=[...])``), evaluation (``eval=Eval(...)``),
+live health (``health=LiveHealth()``, default), the flight recorder (``flight_recorder=100``), the user's own
+(``recorders=[...]``), run info (always, last: it writes what the others added to the run info at start, and the run
+end marker). The options are grouped in ``options.py``.
+
+May import: ``..common``, ``..cells``; ``tb_plugin_mindspore``'s ``io``, ``contract``, ``writing``, ``sources`` and
+``health`` layers (the live rules are the offline ones).
 """
 
 from .base import POINTS, Interval, Recorder, RunContext, StepRecord, due
@@ -17,6 +21,7 @@ from .health import LiveHealthRecorder
 from .layer_grads import LayerGradRecorder
 from .pipeline import Pipeline
 from .run_info import RunInfoRecorder, lr_config
+from .options import Debug, Diagnostic, Eval, Layers, LiveHealth, Ranks, Storage
 from .settings import ANOMALY_ACTIONS, DEBUG_ITEMS, LIVE_HEALTH_DEFAULTS, MonitorSettings
 from .source import CellSource, HostSource, LoopSource
 from .update_ratio import UpdateRatioRecorder
@@ -26,32 +31,28 @@ __all__ = ["Recorder", "StepRecord", "Interval", "RunContext", "Pipeline", "Moni
            "CellSource", "HostSource", "LoopSource", "CoreRecorder", "WeightNormRecorder", "EvalRecorder",
            "UpdateRatioRecorder", "LayerGradRecorder", "ActivationRecorder", "DataWaitRecorder",
            "LiveHealthRecorder", "RunInfoRecorder", "default_recorders", "lr_config", "DEBUG_ITEMS",
-           "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS"]
+           "ANOMALY_ACTIONS", "LIVE_HEALTH_DEFAULTS", "DEBUG_RECORDERS", "Debug", "Diagnostic", "Eval", "Layers",
+           "LiveHealth", "Ranks", "Storage"]
 
 from .activations import ActivationRecorder  # noqa: E402
+from .flight_recorder import FlightRecorder  # noqa: E402
+from .rank_stats import RankStatsRecorder  # noqa: E402
+
+# The recorders of the debug items (each names its row of ``contract.debug_items``), in the order they run.
+DEBUG_RECORDERS = (UpdateRatioRecorder, LayerGradRecorder, ActivationRecorder, DataWaitRecorder)
 
 
 def default_recorders(settings, extra=()):
     """The recorders of a run with these settings, in order (a new list of new recorders each call)."""
-    from ..rank_stats import RankStatsRecorder
-
     out = [CoreRecorder(), RankStatsRecorder()]
     if settings.weight_norms:
         out.append(WeightNormRecorder())
-    if "update_ratio" in settings.debug:
-        out.append(UpdateRatioRecorder())
-    if "layer_grad_norm" in settings.debug:
-        out.append(LayerGradRecorder())
-    if "activations" in settings.debug:
-        out.append(ActivationRecorder())
-    if "data_wait" in settings.debug:
-        out.append(DataWaitRecorder())
+    out.extend(cls() for cls in DEBUG_RECORDERS if cls.item.name in settings.debug)
     if settings.eval_dataset is not None:
         out.append(EvalRecorder())
     if settings.live_health is not None:
         out.append(LiveHealthRecorder())
     if settings.flight_recorder:
-        from ..flight_recorder import FlightRecorder
         out.append(FlightRecorder(settings.flight_recorder))
     out.extend(extra)
     out.append(RunInfoRecorder())

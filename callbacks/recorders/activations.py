@@ -1,12 +1,13 @@
 """Debug tier: histograms of the outputs of the network's top-level blocks (``debug/activation/<cell>``) on a few
-samples of the step's batch, by one extra forward pass (see ``tb_mindspore_callbacks.activations``)."""
+samples of the step's batch, by one extra forward pass (see ``tb_mindspore_callbacks.cells.activations``)."""
 
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
-from .._util import cb_get, find_cell, logger
-from ..activations import ActivationProbe
+from ..common.util import cb_get, find_cell
+from ..cells.activations import ActivationProbe, TorchActivationProbe, torch_blocks
 from .base import Recorder
 
 __all__ = ["ActivationRecorder", "clean_cell_name", "default_blocks"]
@@ -38,7 +39,8 @@ def default_blocks(probe_net):
 
 
 class ActivationRecorder(Recorder):
-    name = "activations"
+    item = debug_items.ACTIVATIONS
+    name = item.name
 
     def on_start(self, ctx):
         from mindspore import nn
@@ -51,7 +53,10 @@ class ActivationRecorder(Recorder):
             train_cell = find_cell(cb_get(ctx.cb_params, "train_network"), nn.TrainOneStepCell)
             probe_net = train_cell.network if train_cell is not None else None
         if probe_net is None:
-            logger.warning("tb-mindspore: activations: no training cell found to probe; skipped")
+            ctx.not_recorded("activations", "no network to probe: give network= (the forward network)")
+            return
+        if not isinstance(probe_net, nn.Cell):
+            self._start_torch(ctx, probe_net)
             return
         if s.activations_include is not None:
             chosen = [(clean_cell_name(name), cell) for name, cell in probe_net.cells_and_names()
@@ -63,6 +68,20 @@ class ActivationRecorder(Recorder):
             chosen = [chosen[i] for i in keep]
         self.probe = ActivationProbe(probe_net, chosen, s.activation_samples)
         ctx.info["activation_cells"] = [name for name, _ in self.probe.cells]
+
+    def _start_torch(self, ctx, module):
+        """A torch-style module (``named_parameters()`` names): forward hooks on its top-level blocks."""
+        s = ctx.settings
+        if s.activations_include is not None:
+            chosen = [(name, m) for name, m in module.named_modules()
+                      if name and s.activations_include.search(name)]
+        else:
+            chosen = torch_blocks(module)
+        if len(chosen) > s.layers.max_layers:
+            keep = np.unique(np.round(np.linspace(0, len(chosen) - 1, s.layers.max_layers)).astype(int))
+            chosen = [chosen[i] for i in keep]
+        self.probe = TorchActivationProbe(module, chosen, s.activation_samples)
+        ctx.info["activation_cells"] = [name for name, _ in chosen]
 
     def on_point(self, r):
         if "debug" not in r.due or self.ctx.writer is None or self.probe is None:

@@ -30,6 +30,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from tb_plugin_mindspore.contract import interval as interval_contract
+
 __all__ = ["Interval", "StepRecord", "RunContext", "Recorder", "due", "POINTS"]
 
 # Kinds of points a record can be due for (``StepRecord.due``).
@@ -41,31 +43,11 @@ def due(last, step, freq):
     return step // freq > last // freq
 
 
-@dataclass
-class Interval:
-    """Statistics of one quantity over the steps of an interval (between two core points).
-
-    ``min`` / ``mean`` / ``max`` are over finite values only (NaN when none); ``count`` is every step, ``nonfinite``
-    the NaN / Inf ones. ``first_nonfinite_step`` / ``max_step``: the step of the first non-finite value and of the
-    maximum, when known (None otherwise).
-    """
-
-    min: float = math.nan
-    mean: float = math.nan
-    max: float = math.nan
-    count: int = 0
-    nonfinite: int = 0
-    first_nonfinite_step: Optional[int] = None
-    max_step: Optional[int] = None
-
-    def fields(self):
-        """``(min, mean, max, count, nonfinite)`` as in ``metadata.INTERVAL_FIELDS`` (what the writer takes)."""
-        return self.min, self.mean, self.max, self.count, self.nonfinite
-
-    @property
-    def upper(self):
-        """The largest finite value seen (NaN when none): the envelope health rules read."""
-        return self.max
+# The one interval type, end to end (``tb_plugin_mindspore.contract.interval.IntervalStats``): ``min`` / ``mean`` /
+# ``max`` over finite values only (NaN when none), ``count`` every step, ``nonfinite`` the NaN / Inf ones, and what
+# training also knows: ``first_nonfinite_step`` / ``max_step`` (the steps of the first non-finite value and of the
+# maximum, None when unknown); ``fields()`` is what the writer takes, ``upper`` the envelope health rules read.
+Interval = interval_contract.IntervalStats
 
 
 class HostInterval:
@@ -101,7 +83,7 @@ class HostInterval:
     def interval(self):
         if self._finite:
             return Interval(self._min, self._sum / self._finite, self._max, self.count, self._nonfinite,
-                            self._first_bad, self._max_step)
+                            first_nonfinite_step=self._first_bad, max_step=self._max_step)
         return Interval(count=self.count, nonfinite=self._nonfinite, first_nonfinite_step=self._first_bad)
 
     def fields(self):
@@ -157,8 +139,10 @@ class RunContext:
 
     ``writer`` is a property of the pipeline (it may be replaced by a new file mid-run: always read it from here).
     ``source`` is the step source (:mod:`.source`): ``cell`` (a MonitoredTrainCell or the loop's statistics) and
-    ``optimizer`` may be None. ``layer_params`` / ``layer_names`` / ``layer_index`` (index into
-    ``optimizer.parameters``) are the run's layer registry; ``settings`` the validated monitor settings;
+    ``optimizer`` (a ``mindspore.nn.Optimizer``) may be None. ``params`` / ``param_names``: every trained parameter
+    in the order of the gradients, and its name (``p.name``, or ``named_parameters()``'s name for a torch-style
+    module); ``layer_params`` / ``layer_names`` / ``layer_index`` (index into ``params``) are the run's layer
+    registry; ``settings`` the validated monitor settings;
     ``info`` the run info dict (recorders may add fields in ``on_start``; it is written after every ``on_start``).
     ``request_stop()`` asks the entry point to end training after this step. ``shared`` is a scratch dict for
     recorders that feed each other (e.g. ``"weight_norms"``: the last per-parameter norms and their step).
@@ -170,6 +154,8 @@ class RunContext:
     optimizer: Any
     rank: int
     logdir: str
+    params: List[Any] = field(default_factory=list)
+    param_names: List[str] = field(default_factory=list)
     layer_params: List[Any] = field(default_factory=list)
     layer_names: List[str] = field(default_factory=list)
     layer_index: List[int] = field(default_factory=list)
@@ -194,6 +180,11 @@ class RunContext:
     def request_stop(self, reason=""):
         self.pipeline.request_stop(reason)
 
+    def not_recorded(self, item, reason):
+        """A recorder found at start that ``item`` (see ``coverage.ITEMS``) cannot be recorded: said once in the
+        log and in the run info (``not_recorded``) by the run info recorder."""
+        self.shared.setdefault("not_recorded", {}).setdefault(item, reason)
+
     def add_compile_ms(self, ms):
         """One-off time (compiling a monitoring graph) to keep out of the step time: written as core/compile_ms."""
         self.pipeline.compile_ms += float(ms)
@@ -202,11 +193,15 @@ class RunContext:
 class Recorder:
     """Base class of a recorder: every hook does nothing. ``name`` shows in error messages.
 
+    ``item``: the debug item this recorder records (a row of ``tb_plugin_mindspore.contract.debug_items``: its
+    name in ``Debug(items=[...])``, its tags, label and axis), or None for a recorder that is not a debug item.
+
     ``wants_step_begin``: set True to receive ``on_step_begin`` under ``Model.train`` (it costs a Python call per
     step there).
     """
 
     name = "recorder"
+    item = None
     wants_step_begin = False
 
     def on_start(self, ctx):

@@ -2,6 +2,7 @@
 previous step's end (or the epoch's start) to this step's begin; monitoring and epoch-end work left out."""
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
 from .base import HostInterval, Recorder
 
@@ -9,7 +10,8 @@ __all__ = ["DataWaitRecorder"]
 
 
 class DataWaitRecorder(Recorder):
-    name = "data_wait"
+    item = debug_items.DATA_WAIT
+    name = item.name
     wants_step_begin = True
 
     def on_start(self, ctx):
@@ -23,7 +25,7 @@ class DataWaitRecorder(Recorder):
     def on_point(self, r):
         if "debug" not in r.due or self.ctx.writer is None or not self.waits.count:
             return
-        fields = self.waits.fields()
-        self.ctx.writer.scalar(metadata.DATA_WAIT_MS, fields[1], r.step)
-        self.ctx.writer.interval(metadata.DATA_WAIT_MS, *fields, step=r.step)
+        waits = self.waits.interval()
+        self.ctx.writer.scalar(metadata.DATA_WAIT_MS, waits.mean, r.step)
+        self.ctx.writer.interval(metadata.DATA_WAIT_MS, *waits.fields(), step=r.step)
         self.waits.reset()

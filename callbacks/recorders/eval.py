@@ -5,7 +5,7 @@ import numpy as np
 
 from tb_plugin_mindspore import metadata
 
-from .._util import cb_get, find_cell
+from ..common.util import cb_get, find_cell
 from .base import Recorder
 
 __all__ = ["EvalRecorder"]

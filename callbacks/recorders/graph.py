@@ -2,12 +2,14 @@
 
 After the first step (the training network is compiled then) it asks MindSpore for the network's graph (the same
 ``Cell.get_func_graph_proto()`` that ``SummaryCollector(collect_graph=True)`` records, GRAPH_MODE only) and writes
-it as TensorBoard's GraphDef (``tb_plugin_mindspore.reading.ms_graph``): TensorBoard's Graphs tab and the MindSpore
+it as TensorBoard's GraphDef (``tb_plugin_mindspore.sources.ms_graph``): TensorBoard's Graphs tab and the MindSpore
 tab's Model graph section draw it, with the cells' scopes, operators and shapes. In PYNATIVE_MODE there is no graph:
 one log line says so. Never raises into training.
 """
 
-from .._util import cb_get, logger
+from tb_plugin_mindspore.sources import ms_graph
+
+from ..common.util import cb_get, logger
 from .base import Recorder
 
 
@@ -39,7 +41,5 @@ class GraphRecorder(Recorder):
             logger.warning("tb-mindspore: graph=True: MindSpore has no graph of this network (it exists in "
                            "GRAPH_MODE only); no graph recorded")
             return
-        from tb_plugin_mindspore.reading import ms_graph
-
         _, nodes = ms_graph.from_model(raw)
         self._ctx.writer.graph(ms_graph.to_graphdef(nodes), step=record.step)

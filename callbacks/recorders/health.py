@@ -1,7 +1,7 @@
 """Live health: judges every core point while training runs (NaN / Inf in loss, gradients or weights, gradient
 explosion, loss spikes) and watches for stalls from a background thread; at detection one line in the training
 log, a ``_meta/health_event`` in the run, and the actions asked for (``on_anomaly``): stop training, skip the bad
-update, save a checkpoint of the last good state. The maths is in ``tb_mindspore_callbacks.live_health``."""
+update, save a checkpoint of the last good state. The maths is in ``tb_mindspore_callbacks.recorders.live_health``."""
 
 import math
 import os
@@ -17,8 +17,8 @@ from mindspore.ops import composite as C
 
 from tb_plugin_mindspore import metadata
 
-from .. import live_health as lh
-from .._util import logger
+from . import live_health as lh
+from ..common.util import logger
 from .base import Recorder
 from .events import json_value
 from .weight_norms import all_weight_norms
@@ -71,10 +71,10 @@ class LiveHealthRecorder(Recorder):
         self.good_step = None
         if "skip" in self.actions:
             if not ctx.source.guard_updates(*lh.guard_settings(s)):
-                logger.warning("tb-mindspore: on_anomaly='skip' needs a MonitoredTrainCell set up before its first "
-                               "step (or LoopMonitor.update); bad updates will not be skipped")
-        if "checkpoint" in self.actions and ctx.optimizer is not None:
-            self.good = _GoodState.create(list(ctx.optimizer.parameters))
+                ctx.not_recorded("skip", "needs a MonitoredTrainCell set up before its first step (or "
+                                         "LoopMonitor.update); bad updates will not be skipped")
+        if "checkpoint" in self.actions and ctx.params:
+            self.good = _GoodState.create(list(ctx.params))
             self.good.keep()
             self.good_step = ctx.step
         ctx.info["live_health"] = {"actions": list(self.actions), "grad_factor": self.t.grad_factor,
@@ -152,7 +152,7 @@ class LiveHealthRecorder(Recorder):
         return [_Finding(rule, severity, at, template % (lh.fmt(value), at, lh.fmt(ratio), lh.fmt(before)))]
 
     def _nonfinite(self, r, bad):
-        first = min((b[2] for b in bad if b[2] is not None), default=r.first_step or r.step)
+        first = min((s for _, _, s in bad if s is not None), default=r.first_step or r.step)
         where = " and ".join("%s (%d step(s)%s)" % (what, n, ", first at step %d" % s if s is not None else "")
                              for what, n, s in bad)
         message = "NaN/Inf since step %d in the %s" % (first, where)
@@ -169,7 +169,7 @@ class LiveHealthRecorder(Recorder):
             return []
         if norms is None:
             return []
-        names = [p.name for p in self.ctx.optimizer.parameters]
+        names = list(self.ctx.param_names)
         return [n for n, v in zip(names, norms) if not np.isfinite(v)]
 
     def on_point(self, r):
@@ -230,7 +230,7 @@ class LiveHealthRecorder(Recorder):
         path = os.path.join(folder, "last_good_step%d.ckpt" % int(self.good_step or 0))
         try:
             os.makedirs(folder, exist_ok=True)
-            ms.save_checkpoint(self.good.as_list(), path)
+            ms.save_checkpoint(self.good.as_list(self.ctx.param_names), path)
         except Exception as e:
             logger.warning("tb-mindspore: live health could not save the last good state to %s: %s", path, e)
             return None
@@ -324,5 +324,7 @@ class _GoodState:
     def keep(self):
         self.cell()
 
-    def as_list(self):
-        return [{"name": p.name, "data": Tensor(c.asnumpy())} for p, c in zip(self.params, self.cell.copies)]
+    def as_list(self, names=None):
+        """``[{"name", "data"}]`` for ``mindspore.save_checkpoint``, under ``names`` (default: ``p.name``)."""
+        names = [p.name for p in self.params] if names is None else names
+        return [{"name": n, "data": Tensor(c.asnumpy())} for n, c in zip(names, self.cell.copies)]

@@ -17,11 +17,13 @@ import time
 import weakref
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
-from .._util import detect_rank, logger
-from ..live_health import guard_settings
+from ..common.util import detect_rank, logger
+from .live_health import guard_settings
 from .base import HostInterval, RunContext, StepRecord, due
+from .events import json_value
+from .source import parameter_table
 
 __all__ = ["Pipeline"]
 
@@ -111,8 +113,10 @@ class Pipeline:
         self.source = source
         self.batch = batch
         source.reset()      # forget anything accumulated before this run (warm-up calls, the last run)
+        params, names = parameter_table(source)
         ctx = RunContext(pipeline=self, settings=s, source=source, optimizer=source.optimizer, rank=rank,
-                         logdir=logdir, probe_net=probe_net, cb_params=cb_params)
+                         logdir=logdir, probe_net=probe_net, cb_params=cb_params, params=params,
+                         param_names=names)
         ctx.info.update(rank=rank, rank_size=rank_size)
         self._select_layers(ctx)
         self.ctx = ctx
@@ -126,18 +130,16 @@ class Pipeline:
         return True
 
     def _select_layers(self, ctx):
-        opt = ctx.optimizer
-        if opt is None:
+        params, names = ctx.params, ctx.param_names
+        if not params:
             return
         layers = self.settings.layers
-        params = list(opt.parameters)
-        ctx.layer_params = layers.select(params)
+        ctx.layer_index = layers.select_indices(params, names)
+        ctx.layer_params = [params[i] for i in ctx.layer_index]
+        ctx.layer_names = [names[i] for i in ctx.layer_index]
         if layers.truncated_from:
             logger.info("tb-mindspore: %d parameters match the layer selection; keeping %d evenly spaced ones "
                         "(raise max_layers or narrow layers_include)", layers.truncated_from, len(ctx.layer_params))
-        ids = [id(p) for p in params]
-        ctx.layer_index = [ids.index(id(p)) for p in ctx.layer_params]
-        ctx.layer_names = [p.name for p in ctx.layer_params]
         if not ctx.layer_params:
             logger.warning("tb-mindspore: no parameter matches the layer selection %s; per-layer series are off",
                            layers.describe())
@@ -341,8 +343,6 @@ class Pipeline:
 
 
 def _run_end_value(marker):
-    from .events import json_value
-
     return json_value(metadata.RUN_END, metadata.KIND_RUN_END, marker)
 
 

@@ -10,9 +10,11 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore import __version__ as plugin_version
 
-from .._util import cb_get, logger
-from ..run_dir import RUN_HPARAMS_FILE, read_run_hparams
+from ..common.util import cb_get, logger, lr_groups
+from ..common.run_dir import RUN_HPARAMS_FILE, read_run_hparams
+from ..common.model_kinds import is_ms_optimizer, is_torch_style_optimizer
 from .base import Recorder
+from .coverage import coverage, coverage_line
 from .events import json_value
 
 __all__ = ["RunInfoRecorder", "lr_config", "LR_CHANGING_CALLBACKS"]
@@ -60,8 +62,6 @@ def lr_config(optimizer, callbacks=()):
     a callback such as ``ReduceLROnPlateau``; ``changed_by`` names them), ``unknown`` (no optimizer). The run's
     kind is the most dynamic of its groups'.
     """
-    from ..train_cell import lr_groups
-
     if optimizer is None:
         return {"kind": "unknown", "class": None, "groups": []}
     try:
@@ -84,6 +84,17 @@ def lr_config(optimizer, callbacks=()):
     return out
 
 
+def optimizer_kind(optimizer):
+    """``"mindspore"`` (an ``nn.Optimizer``), ``"torch-style"`` (``param_groups``), ``"other"`` or None."""
+    if optimizer is None:
+        return None
+    if is_ms_optimizer(optimizer):
+        return "mindspore"
+    if is_torch_style_optimizer(optimizer):
+        return "torch-style"
+    return "other"
+
+
 class RunInfoRecorder(Recorder):
     """Writes run info at start (after every other recorder's ``on_start``) and the run end marker at the end."""
 
@@ -101,7 +112,12 @@ class RunInfoRecorder(Recorder):
         self.hparams = merged or None
         source = [name for name, given in ((RUN_HPARAMS_FILE, from_folder), ("hparams=", s.hparams)) if given]
         sink = bool(cb_get(cb, "dataset_sink_mode", False))
-        cell = ctx.cell if type(ctx.source).__name__ == "CellSource" else None
+        kind = getattr(ctx.source, "kind", None)
+        cell = ctx.cell if kind == "monitored_cell" else None
+        table = getattr(ctx.source, "table", None)
+        optimizer = table.optimizer if table is not None else ctx.optimizer
+        covered = coverage(s, ctx.source, bool(ctx.params), getattr(ctx.source, "has_lr", ctx.optimizer is not None),
+                           ctx.shared.get("not_recorded"))
         info = {
             "mindspore_version": ms.__version__,
             "plugin_version": plugin_version,
@@ -114,11 +130,17 @@ class RunInfoRecorder(Recorder):
             "batch_size": ctx.pipeline.batch,
             "epochs": cb_get(cb, "epoch_num"),
             "steps_per_epoch": cb_get(cb, "batch_num"),
-            "monitored_cell": ctx.cell is not None,
-            "train_cell": type(ctx.cell).__name__ if ctx.cell is not None else None,
-            "optimizer": type(ctx.optimizer).__name__ if ctx.optimizer is not None else None,
+            "entry_point": "loop" if ctx.pipeline.owner == "LoopMonitor" else "Model.train",
+            "step_source": kind,
+            "monitored_cell": cell is not None,
+            "train_cell": type(ctx.cell).__name__ if kind in ("monitored_cell", "mindformers") else None,
+            "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+            "optimizer_kind": optimizer_kind(optimizer),
             "lr_groups": getattr(cell, "num_lr_groups", None),
-            "lr_config": lr_config(ctx.optimizer, cb_get(cb, "list_callback") or ()),
+            "lr_config": table.lr_config() if table is not None else
+            lr_config(ctx.optimizer, cb_get(cb, "list_callback") or ()),
+            "recorded": covered["recorded"],
+            "not_recorded": covered["not_recorded"],
             "diagnostic": {"freq": s.diagnostic_freq or "epoch", "weight_norms": s.weight_norms,
                            "eval": s.eval_dataset is not None, "eval_freq": s.eval_freq or "epoch",
                            "eval_metrics": sorted(s.eval_metrics)},
@@ -126,6 +148,8 @@ class RunInfoRecorder(Recorder):
                       "activation_cells": ctx.info.pop("activation_cells", [])},
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
                            matched=s.layers.truncated_from or len(ctx.layer_names)),
+            # Shapes of the layers (what `tb-mindspore compare` checks a layer mapping against).
+            "layer_shapes": {p.name: [int(n) for n in p.shape] for p in ctx.layer_params},
             "hparams": self.hparams,
             "hparams_source": source or None,
             "logdir": str(ctx.logdir) if "://" in str(ctx.logdir) else os.path.abspath(ctx.logdir),
@@ -135,6 +159,9 @@ class RunInfoRecorder(Recorder):
         extra = {k: v for k, v in ctx.info.items() if k not in ("rank", "rank_size")}
         info.update(extra)
         ctx.info = info
+        line = coverage_line(ctx.pipeline.owner, covered["not_recorded"])
+        if line:
+            logger.warning(line)
         self.step = ctx.step
         self.rewrite()
         if info["rank"] == 0:

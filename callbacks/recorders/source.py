@@ -21,47 +21,85 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
 
-from .._util import host_learning_rates, loss_value
-from ..flight_ring import read_ring, ring_parameters, ring_write
-from ..train_cell import (_empty_marks, _empty_stats, grad_norms, interval_marks, interval_update,
-                          norm_plan, reset_parameter)
+from tb_plugin_mindspore.contract import interval as interval_contract
+
+from ..common.util import host_learning_rates, loss_value, loss_values
+from ..cells.flight_ring import read_ring, ring_parameters, ring_write
+from ..cells.train_cell import (
+    MARK_FIELDS, STAT_FIELDS, STAT_ROWS, MonitoredLossScaleCell, _empty_marks, _empty_stats, grad_norms,
+    interval_marks, interval_update, norm_plan, reset_parameter,
+)
 from .base import HostInterval, Interval
 
-__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "interval_from_row"]
+__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "interval_from_row", "parameter_table"]
+
+
+def parameter_table(source):
+    """``(params, names)``: every trained parameter of the step source in the order of its gradients, and its name.
+    A source with its own table (a torch-style loop: ``named_parameters()`` names) gives it; otherwise the
+    optimizer's parameters by ``p.name`` (none without an optimizer)."""
+    table = getattr(source, "table", None)
+    if table is not None:
+        return list(table.params), list(table.names)
+    opt = getattr(source, "optimizer", None)
+    if opt is None:
+        return [], []
+    params = list(opt.parameters)
+    return params, [p.name for p in params]
 
 
 def interval_from_row(row, marks=None, first_step=None):
-    """An :class:`Interval` from one row of the cell's statistics (columns ``train_cell.STAT_FIELDS``) and its
-    marks (1-based offsets in the interval of the first non-finite value and of the maximum; 0 = none)."""
-    minimum, maximum, total, finite, nonfinite = (float(v) for v in row[:5])
-    first_bad = max_step = None
+    """An :class:`Interval` from one row of the cell's accumulator (columns ``train_cell.STAT_FIELDS``, the contract's
+    ``ACCUMULATOR_FIELDS``) and its marks (columns ``train_cell.MARK_FIELDS``: 1-based offsets in the interval of the
+    first non-finite value and of the maximum; 0 = none)."""
+    steps = dict.fromkeys(MARK_FIELDS)
     if marks is not None and first_step is not None:
-        if marks[0] >= 1:
-            first_bad = int(first_step + marks[0] - 1)
-        if marks[1] >= 1:
-            max_step = int(first_step + marks[1] - 1)
-    if finite > 0:
-        return Interval(minimum, total / finite, maximum, int(finite + nonfinite), int(nonfinite), first_bad, max_step)
-    return Interval(count=int(finite + nonfinite), nonfinite=int(nonfinite), first_nonfinite_step=first_bad)
+        for name, offset in zip(MARK_FIELDS, marks):
+            if offset >= 1:
+                steps[name] = int(first_step + offset - 1)
+    return interval_contract.from_accumulator(row, first_nonfinite_step=steps["first_nonfinite"],
+                                              max_step=steps["max"])
 
 
-def _fill(record, stats, last, marks, lrs):
-    record.loss = float(last[0])
-    record.grad_norm = float(last[1])
-    record.lrs = tuple(float(v) for v in lrs)
-    record.loss_interval = interval_from_row(stats[0], marks[0] if marks is not None else None, record.first_step)
-    record.grad_interval = interval_from_row(stats[1], marks[1] if marks is not None else None, record.first_step)
+def _given(row):
+    """Steps counted in one accumulator row (finite and non-finite values)."""
+    return float(row[STAT_FIELDS.index("finite")] + row[STAT_FIELDS.index("nonfinite")])
+
+
+def _rows(names):
+    """``{quantity: row index}`` of statistics whose rows are ``names`` (their accumulator, marks and last values)."""
+    return {name: i for i, name in enumerate(names)}
+
+
+def _fill(record, stats, last, marks):
+    """A MonitoredTrainCell's statistics (rows ``train_cell.STAT_ROWS``) into ``record``."""
+    row = _rows(STAT_ROWS)
+    record.loss = float(last[row["loss"]])
+    record.grad_norm = float(last[row["grad_norm"]])
+    record.lrs = tuple(float(v) for v in last[len(row):])     # the groups' learning rates follow the quantities
+    for name, field_ in (("loss", "loss_interval"), ("grad_norm", "grad_interval")):
+        i = row[name]
+        setattr(record, field_, interval_from_row(stats[i], marks[i] if marks is not None else None,
+                                                  record.first_step))
 
 
 class CellSource:
     """Reads a MonitoredTrainCell (``cell``) at core points."""
 
+    kind = "monitored_cell"
     has_grads = True
+    has_lr = True
 
     def __init__(self, cell):
         self.cell = cell
         self.optimizer = cell.optimizer
         self.num_lr_groups = getattr(cell, "num_lr_groups", None)
+
+    def limits(self):
+        if not isinstance(self.cell, MonitoredLossScaleCell):
+            return {}
+        return {"skip": "a loss-scale cell already leaves out the update of a step with non-finite gradients (an "
+                        "overflow); other spikes are not skipped there"}
 
     def observe(self, step, outputs):
         pass
@@ -73,7 +111,7 @@ class CellSource:
     def read(self, record):
         stats, last = self.cell.read_and_reset()
         marks, guard = self.cell.read_marks()
-        _fill(record, stats, last, marks, last[2:])
+        _fill(record, stats, last, marks)
         local = getattr(self.cell, "local_grad_norm", None)
         record.local_grad_norm = local() if local is not None else None
         state = self.cell.loss_scale_state()
@@ -102,17 +140,28 @@ class CellSource:
         return fn() if fn is not None else None
 
 
+_NO_CELL = ("the training network has no MonitoredTrainCell, so the gradient norm (its spike-preserving statistics "
+            "of every step, per-layer norms and the flight recorder's ring) is not computed; wrap your network in one "
+            "line: `train_net = MonitoredTrainCell.wrap(net, loss_fn, optimizer)` and train `Model(train_net)` "
+            "(from tb_mindspore_callbacks import MonitoredTrainCell)")
+
+
 class HostSource:
     """No monitored cell: the loss from the step outputs (one host read per step), the LR from the optimizer."""
 
+    kind = "host"
     cell = None
     num_lr_groups = None
     has_grads = False
 
     def __init__(self, optimizer):
         self.optimizer = optimizer
+        self.has_lr = optimizer is not None
         self._loss = HostInterval()
         self._last = math.nan
+
+    def limits(self):
+        return {item: _NO_CELL for item in ("grad_norm", "layer_grad_norm", "flight_recorder", "skip")}
 
     def observe(self, step, outputs):
         self._last = loss_value(outputs)
@@ -149,6 +198,8 @@ class LoopStats(nn.Cell):
     """In-graph accumulators of the gradient statistics of a hand-written loop (as ``MonitoredTrainCell`` keeps
     them inside the training step): the interval of the global gradient norm, its marks and last value, the
     tracked layers' norms and the flight ring. The loss is kept on the host (:class:`LoopSource`)."""
+
+    STAT_ROWS = ("grad_norm",)   # the one monitored quantity: rows of tbms_loop_stats / _marks / _last
 
     def __init__(self, grad_shapes):
         super().__init__(auto_prefix=False)
@@ -210,18 +261,39 @@ def _first(loss):
 _MAX_KEPT_LOSSES = 256
 
 
+_NO_GRADS = "the loop gives no gradients: call mon.step(loss, grads)"
+_CLEARED = ("the parameters' gradients were empty when mon.step(loss) read them: call it before "
+            "optimizer.zero_grad(), or pass the gradients (mon.step(loss, grads))")
+
+
 class LoopSource:
     """A hand-written loop: per step the gradients (:meth:`update`, or :meth:`apply` with the optimizer) and the
     loss (:meth:`add_loss`).
 
     The gradient statistics are computed on the device; the loss is only kept (a reference to its tensor) and read
     with the others at the next core point, so a step costs no host synchronisation and no compiled call for it.
+
+    ``optimizer`` is a ``mindspore.nn.Optimizer`` or None; ``table`` (a ``torch_style.ParamTable``) describes a
+    torch-style model instead: its parameters, their ``named_parameters()`` names and its learning rates.
     """
 
-    def __init__(self, optimizer, grad_shapes):
+    kind = "loop"
+
+    def __init__(self, optimizer, grad_shapes, table=None):
         self.optimizer = optimizer
+        self.table = table
         self.cell = LoopStats(grad_shapes)
         self.num_lr_groups = None
+        self.has_lr = optimizer is not None or (table is not None and table.has_lr)
+        self.mismatch = None            # why the gradients given cannot be matched to the parameters
+        if table is not None and grad_shapes is not None:
+            shapes = [tuple(p.shape) for p in table.params]
+            if [tuple(s) for s in grad_shapes] != shapes:
+                self.mismatch = ("the %d gradients given do not match the %d parameters in order and shape (give "
+                                 "them in the order of the optimizer's param_groups, or param_names= in their "
+                                 "order)" % (len(grad_shapes), len(shapes)))
+        self.cleared = False            # mon.step(loss) found the parameters' gradients cleared
+        self._lrs = None                # learning rates noted before the optimizer step (torch style)
         self._started = False
         self._update = None
         self._recorded = False
@@ -232,6 +304,28 @@ class LoopSource:
         self._skipped = 0
         self._first_skipped = None
 
+    def limits(self):
+        if not self.cell._has_grads:
+            why = _CLEARED if self.cleared else _NO_GRADS
+            return {item: why for item in ("grad_norm", "layer_grad_norm", "flight_recorder")}
+        if self.mismatch:
+            return {"layer_grad_norm": self.mismatch, "flight_recorder": self.mismatch}
+        return {}
+
+    def note_lrs(self):
+        """Torch style: the learning rates now, before the optimizer step (a scheduler stepped after it changes
+        them for the next step)."""
+        if self.table is not None and self.table.has_lr:
+            self._lrs = self.table.lrs()
+
+    def _learning_rates(self):
+        if self.optimizer is not None:
+            return tuple(float(v) for v in host_learning_rates(self.optimizer))
+        if self.table is not None and self.table.has_lr:
+            lrs, self._lrs = self._lrs, None
+            return lrs if lrs is not None else self.table.lrs()
+        return ()
+
     # the statistics cell under its old name (kept for code that reached it as ``source.stats``)
     @property
     def stats(self):
@@ -239,7 +333,7 @@ class LoopSource:
 
     @property
     def has_grads(self):
-        """False when the loop gives no gradients (``step(loss)`` only): the gradient norm is then NaN."""
+        """False when the loop gives no gradients (``step(loss)`` only): no gradient norm is written then."""
         return self.cell._has_grads
 
     def observe(self, step, outputs):
@@ -277,9 +371,9 @@ class LoopSource:
             self.cell(ms.mutable(tuple(grads)))
 
     def _fold_losses(self):
-        for step, value in self._losses:
-            self._last_loss = loss_value(value)
-            self._loss.add(self._last_loss, step=step)
+        for (step, _), value in zip(self._losses, loss_values([v for _, v in self._losses])):
+            self._last_loss = value
+            self._loss.add(value, step=step)
         self._losses = []
 
     def note_skipped(self, step):
@@ -305,14 +399,13 @@ class LoopSource:
             return
         record.loss = self._last_loss
         record.loss_interval = loss.interval()
-        if self.cell._has_grads:
-            record.grad_norm = float(last[0])
-            record.grad_interval = interval_from_row(stats[0], marks[0], record.first_step)
-        else:
-            record.grad_norm = math.nan
-            record.grad_interval = Interval(count=steps, nonfinite=steps)
-        record.lrs = tuple(float(v) for v in host_learning_rates(self.optimizer)) if self.optimizer is not None \
-            else ()
+        i = _rows(LoopStats.STAT_ROWS)["grad_norm"]
+        if self.cell._has_grads and _given(stats[i]) > 0:
+            record.grad_norm = float(last[i])
+            record.grad_interval = interval_from_row(stats[i], marks[i], record.first_step)
+        # else no gradient was given in this interval: no gradient norm is written (the run info says why when the
+        # loop never gives any), rather than a NaN that would read as a non-finite gradient.
+        record.lrs = self._learning_rates()
         record.skipped_updates, record.first_skipped_step = skipped, first_skipped
 
     def layer_grad_norms(self):
@@ -325,7 +418,7 @@ class LoopSource:
         stats = self.cell
         if indices == stats._layer_idx:
             return True
-        if self._started or not stats._has_grads:
+        if self._started or not stats._has_grads or self.mismatch:
             return False
         stats._layer_idx = indices
         stats._norm_plan = norm_plan(stats._shapes, indices)

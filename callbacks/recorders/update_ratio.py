@@ -4,19 +4,20 @@
 import time
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import debug_items
 
 from .base import Recorder, due
+from ..cells.layers import Snapshot, UpdateRatio, cached
 
 __all__ = ["UpdateRatioRecorder"]
 
 
 class UpdateRatioRecorder(Recorder):
-    name = "update_ratio"
+    item = debug_items.UPDATE_RATIO
+    name = item.name
     wants_step_begin = True
 
     def on_start(self, ctx):
-        from ..layers import Snapshot, UpdateRatio, cached
-
         self.ctx = ctx
         self.pending = False
         self.first = True

@@ -8,18 +8,15 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 
 from .base import Recorder
+from ..cells.layers import WeightNorms, cached
 
 __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
 
 def all_weight_norms(ctx):
-    """L2 norm of every parameter of the optimizer (float64 numpy), one compiled computation; None without one."""
-    from ..layers import WeightNorms, cached
-
-    opt = ctx.optimizer
-    if opt is None:
-        return None
-    params = list(opt.parameters)
+    """L2 norm of every trained parameter (``ctx.params``, float64 numpy), one compiled computation; None without
+    parameters."""
+    params = list(ctx.params)
     if not params:
         return None
     return np.asarray(cached(WeightNorms, params)().asnumpy(), dtype=np.float64)
@@ -32,10 +29,8 @@ class WeightNormRecorder(Recorder):
 
     def on_start(self, ctx):
         self.ctx = ctx
-        if ctx.optimizer is not None and list(ctx.optimizer.parameters):
-            from ..layers import WeightNorms, cached
-
-            cached(WeightNorms, list(ctx.optimizer.parameters))    # built now, compiled at its first point
+        if ctx.params:
+            cached(WeightNorms, list(ctx.params))    # built now, compiled at its first point
 
     def on_point(self, r):
         if "diagnostic" not in r.due or self.ctx.writer is None:
@@ -45,7 +40,7 @@ class WeightNormRecorder(Recorder):
             return
         w = self.ctx.writer
         self.ctx.shared["weight_norms"] = {"step": r.step, "norms": norms,
-                                           "names": [p.name for p in self.ctx.optimizer.parameters]}
+                                           "names": list(self.ctx.param_names)}
         w.scalar(metadata.WEIGHT_NORM_GLOBAL, math.sqrt(float(np.sum(norms * norms))), r.step)
         if self.ctx.layer_names:
             w.layers(metadata.WEIGHT_NORM_LAYERS, self.ctx.layer_names, norms[self.ctx.layer_index], r.step)

@@ -2,12 +2,13 @@
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
-import { Dashboard } from "./views/dashboard.js";
-import { mountCluster } from "./views/clusterView.js";
-import { mountGraph } from "./views/graphView.js";
-import { mountLandscapes } from "./views/landscapeView.js";
-import { mountMedia } from "./views/mediaView.js";
-import { mountRunInfo } from "./views/runInfoView.js";
+import { Dashboard } from "./page/dashboard.js";
+import { mountCluster } from "./views/sections/cluster/clusterView.js";
+import { mountCompare } from "./views/sections/compare/compareView.js";
+import { mountGraph } from "./views/sections/graph/graphView.js";
+import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
+import { mountMedia } from "./views/sections/media/mediaView.js";
+import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
 
 let dashboard = null;
 
@@ -34,5 +35,6 @@ export function render() {
   mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
   mountCluster(dashboard); // ranks x steps of a multi-rank run, grouped by node
   mountGraph(dashboard); // the model graph a run recorded (cells' scopes, operators, shapes)
+  mountCompare(dashboard); // a run against its reference (port check)
   return dashboard;
 }

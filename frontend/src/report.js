@@ -6,12 +6,12 @@
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
-import { reportFetch } from "./reportData.js";
-import { el } from "./dom.js";
-import { Dashboard } from "./views/dashboard.js";
-import { mountLandscapes } from "./views/landscapeView.js";
-import { mountRunInfo } from "./views/runInfoView.js";
-import { mountGraph } from "./views/graphView.js";
+import { reportFetch } from "./api/report.js";
+import { el } from "./base/dom.js";
+import { Dashboard } from "./page/dashboard.js";
+import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
+import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
+import { mountGraph } from "./views/sections/graph/graphView.js";
 
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }

@@ -5,9 +5,9 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { stepTicks } from "../src/chart/layerTree.js";
 import { smoothedIsBold, SMOOTH_MIN_POINTS } from "../src/chart/lineChart.js";
-import { axisOf, axisTitle, compareTags, partialHint, ratioMarks, tierInfo } from "../src/contract.js";
-import { EventChannel } from "../src/events.js";
-import { VIEW_KINDS, viewKindOf } from "../src/views/registry.js";
+import { axisOf, axisTitle, compareTags, partialHint, ratioMarks, tierInfo } from "../src/base/contract.js";
+import { EventChannel } from "../src/base/events.js";
+import { VIEW_KINDS, viewKindOf } from "../src/page/registry.js";
 
 const contract = JSON.parse(readFileSync(new URL("./fixtures/contract.json", import.meta.url), "utf8"));
 
@@ -15,7 +15,7 @@ test("partial tiers name the TrainMonitor option that records what is missing", 
   assert.equal(partialHint(contract, "debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms. Add them with TrainMonitor(debug=["layer_grad_norm", "activations"]).');
   assert.equal(partialHint(contract, "debug", []), null);
   assert.equal(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
-  assert.match(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm"]), /eval_dataset/);
+  assert.match(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm"]), /eval=Eval\(dataset/);
   assert.equal(partialHint(contract, "core", ["core/loss"]), null);
 });
 

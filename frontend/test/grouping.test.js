@@ -2,9 +2,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { NO_MATCH, NO_VALUE, aggregateSeries, groupRuns, regexKey } from "../src/grouping.js";
-import { answer } from "../src/reportData.js";
-import { SeriesStore } from "../src/store.js";
+import { NO_MATCH, NO_VALUE, aggregateSeries, groupRuns, regexKey } from "../src/base/grouping.js";
+import { answer } from "../src/api/report.js";
+import { SeriesStore } from "../src/api/store.js";
 import { compileFilter } from "../src/views/runSelector.js";
 
 test("a regex groups runs by its first capture, else the whole match; numbers sort numerically", () => {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { normalizeHealth } from "../src/api.js";
-import { rangeKey, rangeLabel, shownHealth, sortFindings, summarize } from "../src/views/healthPanel.js";
-import { warningsTitle } from "../src/views/warningsBanner.js";
+import { normalizeHealth } from "../src/api/client.js";
+import { rangeKey, rangeLabel, shownHealth, sortFindings, summarize } from "../src/views/sections/health/healthPanel.js";
+import { warningsTitle } from "../src/page/warningsBanner.js";
 
 test("normalizeHealth fills every field and decodes the step range", () => {
   const h = normalizeHealth({

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { normalizeHealth } from "../src/api.js";
-import { heatmapWindow, LAYER_TAGS, layersLabel, layerTarget } from "../src/views/healthPanel.js";
+import { normalizeHealth } from "../src/api/client.js";
+import { heatmapWindow, LAYER_TAGS, layersLabel, layerTarget } from "../src/views/sections/health/healthPanel.js";
 
 test("normalizeHealth keeps layers, source, action and one level of follow-ons", () => {
   const h = normalizeHealth({

@@ -14,8 +14,8 @@ import {
   transformValues,
 } from "../src/chart/landscapeMath.js";
 import { buildGeometry, lookAt, multiply, perspective, project } from "../src/chart/surface3d.js";
-import { normalizeLandscape, normalizeListing } from "../src/landscapeApi.js";
-import { describe, groupByTag } from "../src/views/landscapeModel.js";
+import { normalizeLandscape, normalizeListing } from "../src/api/landscape.js";
+import { describe, groupByTag } from "../src/views/sections/landscape/landscapeModel.js";
 
 function bowl(n) {
   // z = x^2 + y^2 on [-1, 1]^2, row-major (rows = y).

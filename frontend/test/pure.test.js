@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeNumber, decodeRows, normalizeScalars, parseJson, buildUrl } from "../src/api.js";
-import { RunColors, PALETTE, withAlpha } from "../src/colors.js";
+import { decodeNumber, decodeRows, normalizeScalars, parseJson, buildUrl } from "../src/api/client.js";
+import { RunColors, PALETTE, withAlpha } from "../src/base/colors.js";
 import { emaSmooth } from "../src/chart/smoothing.js";
 import { nearestIndex, prepareSeries } from "../src/chart/series.js";
 import uPlot from "uplot";
@@ -117,8 +117,8 @@ test("run filter is a case-insensitive regex; invalid ones are reported", () => 
 });
 
 // ---- dashboard (issue 4): batching, layer matrices, heatmap model ----
-import { batchUrl, decodeBf16Planes, normalizeLayers, normalizeTags } from "../src/api.js";
-import { SeriesStore, planBatches } from "../src/store.js";
+import { batchUrl, decodeBf16Planes, normalizeLayers, normalizeTags } from "../src/api/client.js";
+import { SeriesStore, planBatches } from "../src/api/store.js";
 import { SPECIAL, makeScale } from "../src/chart/colorScale.js";
 import { aggregateRow, buildTree, compareNames, layerStats, treeDepth, visibleRows } from "../src/chart/layerTree.js";
 import { prepareBands } from "../src/chart/bandsChart.js";
@@ -197,6 +197,23 @@ test("the store merges the requests of one turn into one batch", async () => {
   assert.ok(store.has("b", "t2"));
   await store.get("a", "t1");
   assert.equal(calls.length, 2); // cached
+});
+
+test("another library's tag of our quantity is fetched for our chart's tag, per run (one loss chart)", async () => {
+  const asked = [];
+  const store = new SeriesStore({
+    batchFetcher: async (runs, tags) => {
+      asked.push(...runs.flatMap((run) => tags.map((tag) => `${run}:${tag}`)));
+      return { series: runs.flatMap((run) => tags.map((tag) => ({ run, tag, points: [[1, 0, 1]] }))), missing: [] };
+    },
+    fetcher: async () => assert.fail("single fetch not expected"),
+  });
+  store.setAliases(new Map([["hf", new Map([["core/loss", "train/loss"]])]]));
+  const [ours, theirs] = await Promise.all([store.get("ms", "core/loss"), store.get("hf", "core/loss")]);
+  assert.deepEqual(asked.sort(), ["hf:train/loss", "ms:core/loss"]);
+  assert.equal(ours.tag, "core/loss");
+  assert.equal(theirs.tag, "train/loss");
+  assert.ok(store.has("hf", "core/loss")); // cached under our chart's tag
 });
 
 test("a failed batch request fails every series it asked for, and the next get asks again", async () => {

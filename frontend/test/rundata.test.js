@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { normalizeMedia, normalizeRunInfo } from "../src/runDataApi.js";
+import { normalizeMedia, normalizeRunInfo } from "../src/api/runData.js";
 import {
   datasetChain,
   formatNumber,
@@ -15,8 +15,8 @@ import {
   tensorLayout,
   tensorStatsText,
 } from "../src/views/runDataModel.js";
-import { nonfiniteNote } from "../src/views/histogramCard.js";
-import { normalizeHistograms } from "../src/api.js";
+import { nonfiniteNote } from "../src/views/sections/distributions/histogramCard.js";
+import { normalizeHistograms } from "../src/api/client.js";
 
 test("values as text: float32 noise gone, integers whole, non-finite by name, objects as JSON", () => {
   assert.equal(formatValue(0.05000000074505806), "0.05");

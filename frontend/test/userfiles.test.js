@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import { prepareSeries } from "../src/chart/series.js";
-import { samplesFunction } from "../src/samplesAxis.js";
-import { normalizeTable } from "../src/tableApi.js";
-import { buildScopeTree, shapeText } from "../src/graphModel.js";
+import { samplesFunction } from "../src/api/samples.js";
+import { normalizeTable } from "../src/api/table.js";
+import { buildScopeTree, shapeText } from "../src/views/sections/graph/graphModel.js";
 
 test("samples seen at a step: interpolated between pairs, extrapolated at the same rate past them", () => {
   const f = samplesFunction([[10, 80], [20, 160], [30, 400]]); // the batch grew from 8 to 24 after step 20

@@ -2,7 +2,7 @@
 // window of N pixel columns asks for, and superseded segments placed on their run's time origin.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MAX_POINTS_LIMIT, batchUrl, normalizeScalars, pointsForWidth } from "../src/api.js";
+import { MAX_POINTS_LIMIT, batchUrl, normalizeScalars, pointsForWidth } from "../src/api/client.js";
 import { prepareSeries } from "../src/chart/series.js";
 
 test("a scalars answer keeps its restarts, superseded points and window", () => {

@@ -11,4 +11,6 @@ $PIP "mindspore==2.7.0" "tensorboard>=2.14" "protobuf>=3.20" "werkzeug>=2.0" "go
 $PIP --no-deps "mindnlp==0.5.1" "transformers==4.57.1" "diffusers==0.35.2" "accelerate==1.11.0"
 $PIP addict ml-dtypes tqdm requests ftfy sentencepiece tokenizers huggingface_hub safetensors regex pyyaml \
      filelock packaging psutil tensorboardX
-$PIP "numpy<2"
+# The transformers stack above pulls versions built for numpy 2 / newer hubs: ml-dtypes 0.5+ fails to import on
+# numpy 1 (mindtorch imports it), transformers 4.57 needs huggingface_hub < 1.0 and tokenizers <= 0.23.0.
+$PIP "numpy<2" "ml-dtypes<0.5" "huggingface_hub<1.0" "tokenizers<0.23.1"

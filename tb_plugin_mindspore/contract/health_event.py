@@ -7,6 +7,7 @@ Written by ``TrainMonitor`` / ``LoopMonitor``; read by ``check`` and the Health 
 """
 
 from .. import metadata
+from . import _tensors
 
 FIELDS = metadata.HEALTH_EVENT_FIELDS
 
@@ -14,14 +15,10 @@ FIELDS = metadata.HEALTH_EVENT_FIELDS
 def value(rule, severity, step, **fields):
     """``Summary.Value`` of one event (``fields``: the other :data:`FIELDS`); raises ValueError on a bad severity
     or action."""
-    from . import _tensors
-
     body = metadata.health_event(rule, severity, step, **fields)
     return _tensors.json_string_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, body)
 
 
 def decode(array):
     """The event dict (every field of :data:`FIELDS`) of one stored value; raises ``metadata.ContentError``."""
-    from . import _tensors
-
     return metadata.decode_health_event(_tensors.json_of(array, "the health event"))

@@ -8,7 +8,7 @@ Three layouts of the same numbers, each named here once:
 * in event files, a float64 tensor of :data:`FIELDS` under ``interval/<scalar tag>`` (:func:`value` writes it,
   :func:`decode` reads one, :func:`table` a whole series as :class:`IntervalTable` columns);
 * in the JSON routes (``scalars``, ``scalars_batch``), rows ``[step, min, mean, max, count, nonfinite]``
-  (:data:`ROW_FIELDS`; :func:`json_rows`), non-finite numbers as their string names.
+  (:data:`ROW_FIELDS`; the answers' ``encode.interval_rows`` writes them), non-finite numbers as their string names.
 
 ``count`` counts every step of the interval (finite or not); min / mean / max are over the finite values only (NaN
 when there were none).
@@ -20,24 +20,46 @@ import math
 import numpy as np
 
 from .. import metadata
+from . import _tensors
 
 FIELDS = metadata.INTERVAL_FIELDS                                   # ("min", "mean", "max", "count", "nonfinite")
 ACCUMULATOR_FIELDS = ("min", "max", "sum", "finite", "nonfinite")    # the in-graph accumulator row
 ROW_FIELDS = ("step",) + FIELDS                                     # a row of the JSON routes
+# What the training side knows besides FIELDS (not written): the steps of the first non-finite value and of the
+# maximum, None when unknown.
+MARKS = ("first_nonfinite_step", "max_step")
 
-IntervalStats = collections.namedtuple("IntervalStats", FIELDS)
+
+class IntervalStats(collections.namedtuple("IntervalStats", FIELDS + MARKS,
+                                           defaults=(math.nan, math.nan, math.nan, 0, 0, None, None))):
+    """The one interval type, end to end: :data:`FIELDS` (what is written and read back) and :data:`MARKS` (what
+    the recorders also know while training; None after a read)."""
+
+    __slots__ = ()
+
+    def fields(self):
+        """The values of :data:`FIELDS`, in order (what the writer writes)."""
+        return tuple(getattr(self, f) for f in FIELDS)
+
+    @property
+    def upper(self):
+        """The largest finite value seen (NaN when none): the envelope the health rules read."""
+        return self.max
+
 IntervalTable = collections.namedtuple("IntervalTable", ("steps",) + FIELDS)
 IntervalTable.__doc__ = "A series of interval statistics as numpy columns, sorted by step."
 
 
-def from_accumulator(row):
-    """:class:`IntervalStats` from one accumulator row (:data:`ACCUMULATOR_FIELDS`, any sequence of 5 numbers)."""
+def from_accumulator(row, first_nonfinite_step=None, max_step=None):
+    """:class:`IntervalStats` from one accumulator row (:data:`ACCUMULATOR_FIELDS`, any sequence of 5 numbers) and
+    the steps the marks give (``max_step`` is dropped when the interval has no finite value)."""
     acc = dict(zip(ACCUMULATOR_FIELDS, (float(v) for v in row)))
     finite, nonfinite = acc["finite"], acc["nonfinite"]
     count = int(finite + nonfinite)
     if finite > 0:
-        return IntervalStats(acc["min"], acc["sum"] / finite, acc["max"], count, int(nonfinite))
-    return IntervalStats(math.nan, math.nan, math.nan, count, int(nonfinite))
+        return IntervalStats(acc["min"], acc["sum"] / finite, acc["max"], count, int(nonfinite), first_nonfinite_step,
+                             max_step)
+    return IntervalStats(count=count, nonfinite=int(nonfinite), first_nonfinite_step=first_nonfinite_step)
 
 
 def stats(minimum, mean, maximum, count, nonfinite):
@@ -51,14 +73,12 @@ def value(scalar_tag, interval_stats):
     ``scalar_tag``'s interval, under ``interval/<scalar_tag>``."""
     from tensorboard.compat.proto import summary_pb2
 
-    from . import _tensors
-
     if isinstance(interval_stats, dict):
         interval_stats = IntervalStats(**interval_stats)
     return summary_pb2.Summary.Value(
         tag=metadata.interval_tag(scalar_tag),
         metadata=metadata.create_summary_metadata(metadata.KIND_INTERVAL, fields=list(FIELDS), of=scalar_tag),
-        tensor=_tensors.numeric([float(v) for v in interval_stats]),
+        tensor=_tensors.numeric([float(v) for v in IntervalStats(*interval_stats).fields()]),
     )
 
 
@@ -71,12 +91,11 @@ def scalar_tag(tag, content=None):
 
 def decode(array):
     """:class:`IntervalStats` of one stored value, or ``None`` when it does not hold :data:`FIELDS`."""
-    from . import _tensors
-
     values = _tensors.floats(array)
     if values is None or values.size != len(FIELDS):
         return None
-    return IntervalStats(*(float(v) for v in values[:3]), int(values[3]), int(values[4]))
+    v = dict(zip(FIELDS, values.tolist()))
+    return IntervalStats(float(v["min"]), float(v["mean"]), float(v["max"]), int(v["count"]), int(v["nonfinite"]))
 
 
 def table(steps, values):
@@ -141,14 +160,3 @@ def merge(interval_table, max_rows):
             nonfinite=np.add.reduceat(t.nonfinite, starts),
         )
 
-
-def json_rows(interval_table):
-    """The JSON routes' rows ``[step, min, mean, max, count, nonfinite]`` (non-finite numbers as their names)."""
-    from ..reading import encode
-
-    if interval_table is None:
-        return None
-    t = interval_table
-    return [[int(s), encode.json_float(lo), encode.json_float(mean), encode.json_float(hi), int(c), int(nf)]
-            for s, lo, mean, hi, c, nf in zip(t.steps.tolist(), t.min.tolist(), t.mean.tolist(), t.max.tolist(),
-                                               t.count.tolist(), t.nonfinite.tolist())]

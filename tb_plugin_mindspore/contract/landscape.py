@@ -5,6 +5,7 @@ null."""
 import math
 
 from .. import metadata
+from . import _tensors
 
 
 def json_safe(value):
@@ -22,15 +23,11 @@ def json_safe(value):
 
 def value(tag, landscape_dict):
     """``Summary.Value`` of one landscape (kind ``landscape``, ``encoding`` json)."""
-    from . import _tensors
-
     return _tensors.json_string_value(tag, metadata.KIND_LANDSCAPE, json_safe(landscape_dict), encoding="json")
 
 
 def decode(array):
     """The landscape dict of one stored value; raises ``metadata.ContentError`` when unreadable."""
-    from . import _tensors
-
     body = _tensors.json_of(array, "the loss landscape")
     if not isinstance(body, dict):
         raise metadata.ContentError("the loss landscape is not a JSON object")

@@ -4,13 +4,12 @@ recorder dumps); the layer names are in the plugin content (``"layers": [...]``)
 import numpy as np
 
 from .. import metadata
+from . import _tensors
 
 
 def value(tag, layer_names, values, description=""):
     """``Summary.Value`` of one step's vector; raises ValueError when names and values differ in length."""
     from tensorboard.compat.proto import summary_pb2
-
-    from . import _tensors
 
     values = np.asarray(values, dtype=np.float32).reshape(-1)
     if len(layer_names) != values.size:
@@ -33,8 +32,6 @@ def names(content):
 
 def decode(content, array):
     """One step's values (float64, one per layer name) or ``None`` when their count is not the names' count."""
-    from . import _tensors
-
     values = _tensors.floats(array)
     layer_names = names(content)
     if values is None or not layer_names or values.size != len(layer_names):

@@ -5,7 +5,7 @@ learning rate, gradient norm, loss scale, iteration time, throughput, each also 
 step axis counts samples; tensorboardX turns the spaces into ``_``), ``TrainingStateMonitor`` (per-parameter local
 and optimizer-state norms, weight norm, stable rank and top eigenvalue per weight and MoE expert, max attention
 logit per head, per-device local norms and losses) and the MoE load balancing (expert load per layer). Per-head and
-per-expert values are ``add_scalars`` key folders, folded back into their run (``reading/run_fold.py``) as
+per-expert values are ``add_scalars`` key folders, folded back into their run (``sources/run_fold.py``) as
 ``max_attention_logit/<param>/head_<h>`` and ``expert_load/<layer>/ep_<e>``.
 
 Read by ``contract/vocabulary.py`` (tiers, the health rules' quantities, per-parameter families), the page contract

@@ -3,20 +3,17 @@
 by a live-health action or Ctrl-C; read by the stall rule."""
 
 from .. import metadata
+from . import _tensors
 
 FIELDS = metadata.RUN_END_FIELDS
 
 
 def value(status, step, wall_time, reason=""):
     """``Summary.Value`` of the marker; raises ValueError on an unknown status."""
-    from . import _tensors
-
     body = metadata.run_end(status, step, wall_time, reason)
     return _tensors.json_string_value(metadata.RUN_END, metadata.KIND_RUN_END, body)
 
 
 def decode(array):
     """The marker dict (every field of :data:`FIELDS`) of one stored value; raises ``metadata.ContentError``."""
-    from . import _tensors
-
     return metadata.decode_run_end(_tensors.json_of(array, "the run end marker"))

@@ -8,14 +8,13 @@ and overrides an earlier one).
 """
 
 from .. import metadata
+from . import _tensors
 
 LR_KINDS = ("constant", "list", "schedule", "dynamic", "unknown")
 
 
 def value(info):
     """``Summary.Value`` of the run information (a dict); ``content_version`` is added when missing."""
-    from . import _tensors
-
     body = dict(info)
     body.setdefault("content_version", metadata.CONTENT_VERSION)
     return _tensors.json_string_value(metadata.RUN_INFO, metadata.KIND_RUN_INFO, body)
@@ -23,8 +22,6 @@ def value(info):
 
 def decode(array):
     """The run information dict of one stored value; raises ``metadata.ContentError`` when unreadable."""
-    from . import _tensors
-
     body = _tensors.json_of(array, "the run information")
     if not isinstance(body, dict):
         raise metadata.ContentError("the run information is not a JSON object")

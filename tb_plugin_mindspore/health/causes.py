@@ -14,6 +14,8 @@ Both are pure functions over :class:`~.rules.base.Finding` lists.
 """
 
 from .rules.base import ERROR, LEVEL_RANK
+from .rules.live import action_text
+from .series import ALIASES
 
 # Rules whose findings can follow from a NaN/Inf (they judge values that are meaningless once it reached the
 # weights); the others judge data presence, the learning rate given, the machine, the run's state or its logs.
@@ -59,16 +61,12 @@ def merge_live(findings, slack=0):
 
 
 def _action_sentence(f):
-    from .rules.live import action_text
-
     return action_text({"action": f.action, "step": f.steps[1], "checkpoint": f.checkpoint})
 
 
 def first_cause(findings, diverged):
     """The ``nonfinite`` error of training (not of the eval loss alone) that dates the divergence at step
     ``diverged`` (the first step of the non-finite stretch that lasts to the end), or ``None``."""
-    from .series import ALIASES
-
     if diverged is None:
         return None       # a NaN the run recovered from: what comes after is judged on its own
     evals = set(ALIASES["eval_loss"])

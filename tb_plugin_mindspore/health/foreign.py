@@ -6,7 +6,7 @@ closed summary files.
   rate intent (``run.info["lr_config"]``: a schedule such as ``CosineWithWarmUpLR``, or a constant), the
   ``runner_wrapper``'s ``use_clip_grad`` / ``max_grad_norm`` its gradient clipping (``run.info["grad_clip"]``), so
   the learning-rate rules read what the user configured and advice never asks a run that clips to add clipping.
-* **mindformers' files** (``reading/mindformers_files.py``): ``abnormal_global_norm.json`` (the steps where
+* **mindformers' files** (``sources/mindformers_files.py``): ``abnormal_global_norm.json`` (the steps where
   mindformers stopped the training for its global norm), ``health_ckpts.json`` (healthy / unhealthy checkpoints),
   ``meta.json`` (the last checkpoint; one at the last recorded step means the training ended there), in
   ``run.info["mindformers"]``.
@@ -21,6 +21,9 @@ import ast
 import logging
 import os
 import re
+
+from ..sources import mindformers_files
+from ..sources.ms_logdir import file_kind
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +101,6 @@ def _texts(data_provider, ctx, eid, names):
 
 def _ms_closed(directory):
     """Whether the ``*_MS`` summary files directly in ``directory`` are all read-only (closed by MindSpore)."""
-    from ..reading.ms_logdir import file_kind
-
     found = False
     try:
         for entry in os.scandir(directory):
@@ -116,8 +117,6 @@ def _ms_closed(directory):
 def enrich(runs, data_provider=None, ctx=None, eid="", problems=None):
     """Fills ``run.info`` of each :class:`~.series.RunSeries` from what other writers left (module doc).
     ``problems``: a list that receives ``{"run", "file", "offset", "reason"}`` for files left out."""
-    from ..reading import mindformers_files
-
     texts = _texts(data_provider, ctx, eid, [r.run for r in runs]) if data_provider is not None and runs else {}
     for run in runs:
         info = run.info if isinstance(run.info, dict) else {}

@@ -1,15 +1,16 @@
-"""Builds :class:`~.series.RunSeries` for the health engine, from where the data lives.
+"""Builds :class:`~.series.RunSeries` for the health engine, through the one door for data
+(``sources.logdir.Sources``).
 
-* :func:`runs_from_provider`: through TensorBoard's data provider (what the plugin's ``health`` route uses; works
-  with both loaders). Reads every stored point of plugin ``scalars`` and of our plugin ``mindspore`` (interval
-  statistics, per-layer vectors, run info). With ``logdir`` (the server's own ``--logdir``, never a path from a
-  request) it also looks at the run folders' event files for size and modification time.
-* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does: TensorBoard's
-  own loader (``plugin_event_multiplexer`` + ``MultiplexerDataProvider``, every point kept) merged with our
-  ``*_MS`` reader through the plugin's ``MergedProvider``, so runs have the tab's names; then the same code as
-  above.
+* :func:`read_runs` (with :class:`ProviderListing`): what the plugin's ``health`` route and ``tb-mindspore check``
+  both use. Reads, through the door, every point it holds of plugin ``scalars`` and of our plugin ``mindspore``
+  (interval statistics, per-layer vectors, run info, health events, the run end marker). With ``logdir`` (the
+  server's own ``--logdir``, never a path from a request) it also looks at the run folders' event files for size and
+  modification time. :func:`runs_from_provider` is the same over a bare data provider.
+* :func:`runs_from_logdir`: a logdir on disk, for ``tb-mindspore check``. Loads it as the tab does
+  (``Sources.for_logdir``: TensorBoard's own loader, every point kept, merged with our ``*_MS`` reader as the
+  plugin merges them), so runs have the tab's names; then the same code as above.
 * :func:`runs_from_ms_logdir`: MindSpore ``*_MS`` summary runs (SummaryCollector's ``loss/auto`` and parameter
-  histograms) from a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir`.
+  histograms) from a :class:`~tb_plugin_mindspore.sources.ms_logdir.MsLogdir`.
 """
 
 import logging
@@ -20,20 +21,22 @@ import time
 import numpy as np
 
 from .. import metadata
-from ..reading import fs
+from ..contract import health_event as health_event_contract
 from ..contract import interval as interval_contract
 from ..contract import layers as layers_contract
-from ..contract import health_event as health_event_contract
 from ..contract import run_end as run_end_contract
 from ..contract import run_info as run_info_contract
+from ..io import fs
+from ..sources import ms_logdir as ms_logdir_module
+from ..sources import safe_view, series_cache
+from ..sources.logdir import Sources, has_ms_files
+from ..sources.logdir_status import is_ms_summary_file
+from . import foreign
 from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
 
 logger = logging.getLogger(__name__)
 
 SCALARS_PLUGIN = "scalars"
-HISTOGRAMS_PLUGIN = "histograms"
-_READ_ALL = 10 ** 9
-_MS_SUFFIX = "_MS"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -42,21 +45,15 @@ def _is_event_file(name):
     return "tfevents" in name
 
 
-def _is_ms_file(name):
-    """A MindSpore summary or lineage file (MindSpore's names and the ones MindInsight accepted)."""
-    from ..reading.ms_logdir import file_kind
-
-    return file_kind(name) is not None
-
-
-def _is_data_file(name):
+def is_data_file(name):
     """An event file or a MindSpore summary / lineage file (what a run merged as the tab does is read from)."""
-    return _is_event_file(name) or _is_ms_file(name)
+    return _is_event_file(name) or is_ms_summary_file(name)
 
 
 def run_dir(logdir, run):
     """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``. ``logdir`` may
-    be the server's ``logdir_spec.Roots`` (``--logdir_spec``: run names as TensorBoard gives them)."""
+    be anything with ``folder(run)``: ``logdir_spec.Roots`` or ``run_fold.RunFolders`` (``--logdir_spec``, a run
+    written in several folders: run names as TensorBoard gives them, one run per training)."""
     if hasattr(logdir, "folder"):
         folder = logdir.folder(run)
         return None if folder is None or "://" in folder else folder
@@ -92,33 +89,27 @@ def file_stats(directory, predicate=_is_event_file):
 # ---------------------------------------------------------------------------------------------------------------
 # Through the data provider
 class ProviderListing:
-    """What the data provider lists for the health rules, without reading any series.
+    """What the door lists for the health rules, without reading any series.
 
     ``scalars``: ``{run: {tag: last point}}`` (``read_last_scalars``: one point per series on both loaders);
     ``ours``: ``{run: {tag: (content, tensor time series)}}`` of the series of our plugin a rule reads (interval
     statistics of a scalar a rule reads, per-layer vectors, run information); ``histograms``: ``{run: (tag, ...)}``.
-    ``listings``: a :class:`~tb_plugin_mindspore.reading.series_cache.Listings` (shared with the plugin's other
-    routes) or ``None`` to ask the provider directly; ``runs``: list only these runs (``None``: all).
+    ``sources``: a ``sources.logdir.Sources`` bound to the request (its listings are shared with the plugin's other
+    routes); ``runs``: list only these runs (``None``: all).
     """
 
-    def __init__(self, data_provider, ctx, experiment_id, listings=None, runs=None):
-        from ..reading import series_cache
-
-        listings = listings or series_cache.Listings(data_provider, ttl=0.0)
+    def __init__(self, sources, runs=None):
         runs = set(runs) if runs else None     # only these runs (None: all)
-        self.scalars = series_cache.only(listings.last_scalars(ctx, experiment_id), runs)
+        self.scalars = series_cache.only(sources.last_scalars(), runs)
         self.ours, self.landscapes = {}, {}
-        for run, tags in series_cache.only(listings.tensors(ctx, experiment_id, metadata.PLUGIN_NAME), runs).items():
+        for run, tags in series_cache.only(sources.tensor_listing(), runs).items():
             for tag, ts in tags.items():
                 content = series_cache.parsed_content(ts.plugin_content)
                 if content is not None and _rule_reads(content, tag):
                     self.ours.setdefault(run, {})[tag] = (content, ts)
                 elif content is not None and content.get("kind") == metadata.KIND_LANDSCAPE:
                     self.landscapes[run] = self.landscapes.get(run, ()) + (tag,)
-        try:
-            hists = listings.tensors(ctx, experiment_id, HISTOGRAMS_PLUGIN)
-        except Exception:  # a provider without histograms must not stop the check
-            hists = {}
+        hists = sources.histogram_listing()
         self.histograms = {run: tuple(sorted(tags)) for run, tags in series_cache.only(hists, runs).items()}
 
     def runs(self, only=None):
@@ -152,63 +143,42 @@ def runs_from_provider(data_provider, ctx, experiment_id, runs=None, logdir=None
     """``[RunSeries]`` of the runs the data provider knows (or only ``runs``), sorted by name.
 
     Args:
-      data_provider: TensorBoard's ``context.data_provider``.
+      data_provider: TensorBoard's ``context.data_provider`` (or a ``Sources``).
       ctx: the request's ``RequestContext``; experiment_id: the request's experiment id.
       runs: limit to these run names (``None``: every run with scalars or our plugin's data).
       logdir: the server's own local logdir; enables event-file size and modification time per run.
       now: the time the check runs at (default: ``time.time()``).
       multiplexer: the Python loader's multiplexer behind ``data_provider``, read directly where it holds a series.
     """
-    listing = ProviderListing(data_provider, ctx, experiment_id)
-    return read_runs(data_provider, ctx, experiment_id, listing, listing.runs(runs), logdir=logdir, now=now,
-                     multiplexer=multiplexer)
+    sources = Sources.of_provider(data_provider, logdir, multiplexer=multiplexer).bind(ctx, experiment_id)
+    listing = ProviderListing(sources)
+    return read_runs(sources, listing, listing.runs(runs), logdir=logdir, now=now)
 
 
-def read_runs(data_provider, ctx, experiment_id, listing, names, logdir=None, now=None, multiplexer=None):
+def read_runs(sources, listing, names, logdir=None, now=None):
     """``[RunSeries]`` of the runs ``names`` (a :class:`ProviderListing` says which series to read), sorted.
 
-    Reads every stored point of the series a rule uses: from ``multiplexer`` (the Python loader's, fast) where it
-    holds them, else in one provider call for the scalars of all these runs and one for our plugin's series."""
-    from ..reading import points as points_module
-
+    Reads, through ``sources`` (bound to the request), every point it holds of the series a rule uses: one call for
+    the scalars of all these runs, one for our plugin's series, one for our JSON records."""
     now = time.time() if now is None else float(now)
     names = sorted(n for n in names if n in listing.scalars or n in listing.ours)
     if not names:
         return []
     scalar_tags = {run: sorted(t for t in (listing.scalars.get(run) or {}) if is_needed_tag(t)) for run in names}
-    scalar_data = points_module.read(data_provider, ctx, experiment_id, SCALARS_PLUGIN, scalar_tags, scalar=True,
-                                     multiplexer=multiplexer)
+    scalar_data = sources.points(SCALARS_PLUGIN, scalar_tags, scalar=True)
     ours = {run: listing.ours.get(run) or {} for run in names}
     tensor_tags = {run: sorted(t for t, (c, _) in tags.items() if c.get("kind") not in _JSON_KINDS)
                    for run, tags in ours.items()}
-    tensor_data = points_module.read(data_provider, ctx, experiment_id, metadata.PLUGIN_NAME, tensor_tags,
-                                     scalar=False, multiplexer=multiplexer)
-    records = _json_records(data_provider, ctx, experiment_id, {
+    tensor_data = sources.points(metadata.PLUGIN_NAME, tensor_tags, scalar=False)
+    records = sources.records({
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
     runs = [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
                         _json_facts(ours[run], records.get(run) or {})) for run in names]
-    from . import foreign
-
-    return foreign.enrich(runs, data_provider, ctx, experiment_id)   # mindformers' config and files, closed *_MS
+    return foreign.enrich(runs, sources.provider, sources.request_context(), sources.experiment_id)   # mindformers' config and files, closed *_MS
 
 
 # Our series that hold one JSON object per record, read whole and decoded by their contract module.
 _JSON_KINDS = (metadata.KIND_RUN_INFO, metadata.KIND_HEALTH_EVENT, metadata.KIND_RUN_END)
-
-
-def _json_records(data_provider, ctx, experiment_id, run_tags):
-    """``{run: {tag: [TensorDatum] by step}}`` of the JSON series ``run_tags`` (``{run: [tag]}``), in one call."""
-    from tensorboard.data import provider as tb_provider
-
-    run_tags = {run: tags for run, tags in run_tags.items() if tags}
-    if not run_tags:
-        return {}
-    data = data_provider.read_tensors(
-        ctx, experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME, downsample=_READ_ALL,
-        run_tag_filter=tb_provider.RunTagFilter(runs=sorted(run_tags),
-                                                tags=sorted({t for tags in run_tags.values() for t in tags})))
-    return {run: {tag: sorted((data.get(run) or {}).get(tag) or [], key=lambda d: d.step) for tag in tags}
-            for run, tags in run_tags.items()}
 
 
 def _decoded(decode, data):
@@ -285,7 +255,7 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
     state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
     directory = run_dir(logdir, run)
     if directory is not None:
-        total, newest, count = file_stats(directory, _is_data_file)
+        total, newest, count = file_stats(directory, is_data_file)
         state.total_bytes, state.last_modified, state.event_files = total, newest, count
         state.directory = directory
     return RunSeries(run=run, scalars=scalars, intervals=intervals, layers=layers, state=state, info=info,
@@ -295,76 +265,20 @@ def _run_series(run, scalar_points, tensor_points, listing, logdir, now, facts=(
 
 # ---------------------------------------------------------------------------------------------------------------
 # From a logdir on disk
-def _keep_all_size_guidance():
-    from tensorboard.backend.event_processing import event_accumulator
-
-    return {
-        event_accumulator.COMPRESSED_HISTOGRAMS: 1,
-        event_accumulator.IMAGES: 1,
-        event_accumulator.AUDIO: 1,
-        event_accumulator.SCALARS: 0,
-        event_accumulator.HISTOGRAMS: 1,
-        event_accumulator.TENSORS: 0,     # 0 keeps every point (scalars are stored as tensors here)
-    }
-
-
-def load_provider(logdir):
-    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point."""
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-
-    mux = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=_keep_all_size_guidance(),
-        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: 1, "images": 1},
-    )
-    mux.AddRunsFromDirectory(logdir)
-    mux.Reload()
-    return data_provider.MultiplexerDataProvider(mux, logdir)
-
-
-def logdir_provider(events_root, ms_root=None):
-    """The data provider the tab would have over a local logdir: TensorBoard's loader over ``events_root`` (every
-    point kept) merged, as the plugin does (``reading.ms_provider.MergedProvider``), with the ``*_MS`` files under
-    ``ms_root`` read completely. Returns ``(provider, MsDataProvider or None)`` (``None``: no ``ms_root`` or no
-    ``*_MS`` files in it)."""
-    from ..reading import log_source, logdir_spec, ms_provider, run_fold
-
-    events = load_provider(events_root)
-    logs = None
-    if ms_root and not fs.is_remote(ms_root):   # mindformers' logs in run folders, as the tab reads them
-        logs = log_source.LogSource(logdir_spec.Roots.single(ms_root))
-        logs.reload()
-        logs = logs if logs.runs() else None
-    if not ms_root or (not _has_ms_files(ms_root) and logs is None):
-        return run_fold.folded(events)[0], None    # one run per training, as the tab folds them
-    ms = ms_provider.MsDataProvider(ms_root, reload_interval=None, logs=logs)
-    for _ in range(100000):
-        if not ms.ms.reload().pending:
-            break
-    return run_fold.folded(ms_provider.MergedProvider(events, ms))[0], ms
-
-
 def runs_from_view(events_root, ms_root, logdir, now=None):
     """``[RunSeries]`` of every run the tab lists for this logdir (its own ``runs`` route, with the same names:
     event files under ``events_root``, ``*_MS`` files under ``ms_root`` or none), plus the ``*_MS`` runs that hold
     only lineage (the tab's Run info lists those), sorted by name. ``logdir``: where the run folders really are
     (file sizes and modification times)."""
-    from tensorboard import context as tb_context
-
-    from ..reading import provider as data_view
-
-    ctx = tb_context.RequestContext()
-    from ..reading import logdir_spec, run_fold
-
-    provider, ms = logdir_provider(events_root, ms_root)
-    listing = ProviderListing(provider, ctx, "")
-    folders = run_fold.RunFolders(logdir_spec.Roots.single(logdir), provider) if logdir else None
-    runs = read_runs(provider, ctx, "", listing, listing.runs(), logdir=folders, now=now)
+    sources = Sources.for_logdir(events_root, ms_root, logdir)
+    listing = ProviderListing(sources)
+    runs = read_runs(sources, listing, listing.runs(), logdir=sources.folders or logdir, now=now)
     taken = {r.run for r in runs}
-    if ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
-        runs += [r for r in runs_from_ms_logdir(ms.ms, now=now) if r.run not in taken]
+    if sources.ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
+        runs += [r for r in runs_from_ms_logdir(sources.ms, now=now) if r.run not in taken]
         taken = {r.run for r in runs}
     state_now = time.time() if now is None else float(now)
-    for name in data_view.DataView(provider).runs(ctx, ""):   # event-file runs of histograms or landscapes only
+    for name in sources.runs():   # event-file runs of histograms or landscapes only
         if name not in taken:
             runs.append(RunSeries(run=name, state=RunState(now=state_now),
                                   histogram_tags=listing.histograms.get(name, ()),
@@ -377,11 +291,9 @@ def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
     and merged as the tab does (:func:`runs_from_view`).
 
     Files that TensorBoard's loader cannot read safely (FIFOs, link loops, impossible record lengths; ``problems``
-    as ``reading.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
+    as ``sources.safe_view.problems`` lists them, found here when None) are left out or read up to the bad record.
     """
-    from ..reading import safe_view
-
-    logdir = fs.normalize(logdir)   # a local folder or a URL (reading/fs.py)
+    logdir = fs.normalize(logdir)   # a local folder or a URL (io/fs.py)
     with safe_view.safe_view(logdir, problems) as view:
         return runs_from_view(view, logdir if include_ms else None, logdir, now=now)
 
@@ -389,17 +301,15 @@ def runs_from_logdir(logdir, now=None, include_ms=True, problems=None):
 def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
     """``[RunSeries]`` of MindSpore ``*_MS`` summary runs.
 
-    ``ms_logdir`` is a :class:`~tb_plugin_mindspore.reading.ms_logdir.MsLogdir` (already reloaded, e.g. the
+    ``ms_logdir`` is a :class:`~tb_plugin_mindspore.sources.ms_logdir.MsLogdir` (already reloaded, e.g. the
     plugin's) or a local path (read completely here).
     """
     now = time.time() if now is None else float(now)
-    from ..reading import ms_logdir as ms_module
-
     if isinstance(ms_logdir, (str, os.PathLike)):
         path = fs.normalize(ms_logdir)
-        if not _has_ms_files(path):
+        if not has_ms_files(path):
             return []
-        reader = ms_module.MsLogdir(path)
+        reader = ms_logdir_module.MsLogdir(path)
         for _ in range(100000):
             if not reader.reload().pending:
                 break
@@ -427,7 +337,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
         directory = run_dir(getattr(reader, "roots", None) or getattr(reader, "logdir", None), run)
         if directory is not None:
-            total, newest, count = file_stats(directory, _is_ms_file)
+            total, newest, count = file_stats(directory, is_ms_summary_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
             state.directory = directory
         info = {}
@@ -438,8 +348,6 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         out.append(RunSeries(run=run, scalars=scalars, state=state, info=info,
                              histogram_tags=tuple(tags.get("histograms", [])),
                              landscape_tags=tuple(tags.get("landscapes", []))))
-    from . import foreign
-
     return foreign.enrich(out)   # closed (read-only) *_MS files: the run ended
 
 
@@ -467,9 +375,3 @@ def _ms_holds(reader, run, tags):
         parts.append("the computational graph")
     return ", ".join(parts)
 
-
-def _has_ms_files(path):
-    for _, _, names in fs.walk(path):
-        if any(_is_ms_file(n) for n in names):
-            return True
-    return False

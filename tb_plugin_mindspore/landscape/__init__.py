@@ -1,6 +1,8 @@
 """Loss-landscape mathematics that needs only numpy: directions, PCA of a training trajectory, projection, grids and
 the landscape record format. The MindSpore side (evaluating the loss) is ``tb_mindspore_callbacks.landscape``; the
-reading side (routes) is ``tb_plugin_mindspore.reading.landscapes``.
+reading side (routes) is ``tb_plugin_mindspore.answers.landscapes``.
+
+May import: ``io``, ``contract`` (with ``metadata``); numpy.
 """
 
 from .directions import (

@@ -22,7 +22,7 @@ def main():
     import mindspore as ms
     from mindspore import nn
 
-    from tb_mindspore_callbacks.landscape_dist import compute_landscape_distributed, msrun_share
+    from tb_mindspore_callbacks.landscape.dist import compute_landscape_distributed, msrun_share
 
     share = msrun_share()
     if share is None:

@@ -7,8 +7,8 @@ import pytest
 ms = pytest.importorskip("mindspore")
 from mindspore import Tensor, nn  # noqa: E402
 
-from tb_mindspore_callbacks import activations  # noqa: E402
-from tb_mindspore_callbacks.activations import ActivationProbe  # noqa: E402
+from tb_mindspore_callbacks.cells import activations  # noqa: E402
+from tb_mindspore_callbacks.cells.activations import ActivationProbe  # noqa: E402
 
 from cb_helpers import set_mode  # noqa: E402
 

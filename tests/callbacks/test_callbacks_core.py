@@ -13,7 +13,7 @@ from mindspore.train import Model  # noqa: E402
 
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor, make_run_dir  # noqa: E402
-from tb_mindspore_callbacks.run_dir import run_dir_name  # noqa: E402
+from tb_mindspore_callbacks.common.run_dir import run_dir_name  # noqa: E402
 
 from cb_helpers import (LossWithBump, classification_data, dense_net, event_files, read_run,  # noqa: E402
                       run_info, set_mode)
@@ -392,7 +392,7 @@ def test_warmup_cosine_schedule_in_graph_equals_host():
 
 
 def test_norm_plan_packs_bounded_groups_with_rows_per_parameter():
-    from tb_mindspore_callbacks.train_cell import norm_plan
+    from tb_mindspore_callbacks.cells.train_cell import norm_plan
 
     groups, order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()], limit=20)
     assert [g[0] for g in groups] == [(0, 1), (2,), (3, 4)] and order is None
@@ -411,7 +411,7 @@ def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
     import mindspore as ms
     from mindspore import nn
 
-    from tb_mindspore_callbacks.train_cell import global_norm, grad_norms, norm_plan
+    from tb_mindspore_callbacks.cells.train_cell import global_norm, grad_norms, norm_plan
 
     set_mode(mode)
     try:

@@ -51,7 +51,7 @@ def test_signal_handlers_chain_to_previous_ones(tmp_path):
     """Our handlers close the writers first, then the handler that was there before still runs."""
     script = textwrap.dedent("""
         import os, signal, sys
-        from tb_plugin_mindspore.writer import SummaryWriter, install_signal_handlers
+        from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
         def user_int(signum, frame):
             print("USER SIGINT HANDLER", flush=True)

@@ -16,10 +16,10 @@ from flight_nets import dataset, layer3_name, parts, train_loop
 from mindspore.train import Callback, Model
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor
-from tb_mindspore_callbacks.flight_origin import ring_rows
-from tb_mindspore_callbacks.flight_recorder import FlightRecorder, parse_flight_steps
+from tb_mindspore_callbacks.recorders.flight_origin import ring_rows
+from tb_mindspore_callbacks.recorders.flight_recorder import FlightRecorder, parse_flight_steps
 
 K, N, COLLECT = 6, 4, 5
 
@@ -169,7 +169,7 @@ def _check_heatmaps(logdir, opt, bad, detected):
     import time
 
     from tb_harness import App
-    from tb_plugin_mindspore.reading import encode
+    from tb_plugin_mindspore.answers import encode
 
     app = App(logdir)
     try:

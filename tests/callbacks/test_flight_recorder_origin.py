@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tb_mindspore_callbacks.flight_origin import bad_layers, find_origin, ring_rows
+from tb_mindspore_callbacks.recorders.flight_origin import bad_layers, find_origin, ring_rows
 
 NAMES = ["l1.weight", "l2.weight", "l3.weight", "l4.weight", "l5.weight"]
 

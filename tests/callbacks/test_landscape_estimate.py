@@ -8,6 +8,7 @@ import pytest
 ms = pytest.importorskip("mindspore")
 
 
+@pytest.mark.serial   # the estimate is compared with the time points really took
 def test_estimate_matches_the_measured_cost_per_point_on_the_demo_model():
     from mindspore import nn
 

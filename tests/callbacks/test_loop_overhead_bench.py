@@ -28,6 +28,7 @@ def test_overhead_bench_quick_produces_ratios_per_mode_and_entry(tmp_path):
     assert any(name.startswith("pynative_loop_core_diag_debug") for name in os.listdir(str(tmp_path / "runs")))
 
 
+@pytest.mark.serial   # a spinning thread must get CPU time within 0.4 s
 def test_thread_cpu_counts_a_busy_thread_by_its_name():
     """``bench/thread_cpu.py``'s accounting: CPU time per thread name, from ``/proc/self/task``."""
     import threading

@@ -40,15 +40,15 @@ def _child(entry, mode, steps, debug, logdir):
     from mindspore.train import Callback, Model
 
     from cb_helpers import dense_net
-    from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks import Debug, Diagnostic, LoopMonitor, MonitoredTrainCell, Storage, TrainMonitor
 
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     net = dense_net()
     opt = nn.Adam(net.trainable_params(), learning_rate=nn.CosineDecayLR(1e-4, 1e-2, steps))
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    kwargs = dict(collect_freq=5, diagnostic_freq=5, registry=None, batch_size=8)
+    kwargs = dict(collect_freq=5, diagnostic=Diagnostic(every=5), storage=Storage(registry=None), batch_size=8)
     if debug != "none":
-        kwargs.update(debug=debug, debug_freq=10)
+        kwargs.update(debug=Debug(items=debug, every=10))
     rs = np.random.RandomState(0)
     xs = [Tensor(rs.randn(8, 4).astype(np.float32)) for _ in range(4)]
     ys = [Tensor((rs.rand(8) > 0.5).astype(np.int32)) for _ in range(4)]
@@ -68,17 +68,17 @@ def _child(entry, mode, steps, debug, logdir):
         if entry == "loop_bare":              # the same loop without monitoring: the reference for memory
             for i in range(1, steps + 1):
                 marker(i)
-                started = time.perf_counter()
+                started = time.process_time()
                 loss, grads = grad_fn(xs[i % 4], ys[i % 4])
                 opt(grads)
                 loss.asnumpy() if i % 5 == 0 else None
-                times.append(time.perf_counter() - started)
+                times.append(time.process_time() - started)
             print(json.dumps({"times": times, "rss": rss, "errors": 0}), flush=True)
             return
         with LoopMonitor(logdir, opt, network=net, **kwargs) as mon:
             for i in range(1, steps + 1):
                 marker(i)
-                started = time.perf_counter()
+                started = time.process_time()
                 x, y = xs[i % 4], ys[i % 4]
                 mon.begin_step()
                 loss, grads = grad_fn(x, y)
@@ -89,18 +89,18 @@ def _child(entry, mode, steps, debug, logdir):
                 if entry == "loop_float":         # a Python number in a tuple: must not become a constant
                     loss = (float(loss.asnumpy()), "aux")
                 mon.step(loss, grads, inputs=(x,))
-                times.append(time.perf_counter() - started)
+                times.append(time.process_time() - started)
         errors = mon.monitor.errors
     else:
         import mindspore.dataset as ds
 
         class Steps(Callback):
             def on_train_step_begin(self, run_context):
-                self.started = time.perf_counter()
+                self.started = time.process_time()
                 marker(run_context.original_args().cur_step_num + 1)
 
             def on_train_step_end(self, run_context):
-                times.append(time.perf_counter() - self.started)
+                times.append(time.process_time() - self.started)
 
         data = ds.NumpySlicesDataset({"x": np.concatenate([x.asnumpy() for x in xs] * (steps // 4 + 1))[:steps * 8],
                                       "y": np.concatenate([y.asnumpy() for y in ys] * (steps // 4 + 1))[:steps * 8]},

@@ -12,6 +12,7 @@ from mindspore.train import Model  # noqa: E402
 
 from tb_mindspore_callbacks import SharpnessCallback, SharpnessProbe  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
+from tb_plugin_mindspore.contract import vocabulary  # noqa: E402
 from tb_plugin_mindspore.health import check_logdir  # noqa: E402
 
 N, D_IN, HIDDEN, CLASSES = 32, 6, 8, 3
@@ -140,7 +141,7 @@ def test_callback_records_sgd_sharpness_against_2_over_lr(tmp_path):
     for step, value in scalars[metadata.SHARPNESS]:
         assert ratio[step] == pytest.approx(value / 20.0, rel=1e-5)
     assert metadata.HESSIAN_TRACE in scalars and metadata.SHARPNESS_PRECONDITIONED not in scalars
-    assert metadata.tier_of(metadata.SHARPNESS) == metadata.DIAGNOSTIC
+    assert vocabulary.tier_of(metadata.SHARPNESS) == metadata.DIAGNOSTIC
 
 
 def test_callback_records_adam_preconditioned_sharpness_against_38_over_lr(tmp_path):

@@ -5,7 +5,8 @@ import os
 
 import numpy as np
 
-from tb_plugin_mindspore import metadata, rank_file
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
 
 T0 = 1_700_000_000.0
 
@@ -78,7 +79,7 @@ def write_cluster(run_dir, ranks=8, steps=None, nodes=2, with_event_file=True, *
         write_rank_file(os.path.join(str(run_dir), metadata.CLUSTER_DIR, "rank%d%s" % (r, metadata.RANK_FILE_SUFFIX)),
                         r, s, w, cols, host="node%d" % (r // per_node), rank_size=ranks)
     if with_event_file:
-        from tb_plugin_mindspore.writer import SummaryWriter
+        from tb_plugin_mindspore.writing.writer import SummaryWriter
 
         with SummaryWriter(str(run_dir), flush_secs=0.5) as wr:
             wr.run_info({"logdir": os.path.abspath(str(run_dir)), "rank": 0, "rank_size": ranks}, step=0)
@@ -91,7 +92,7 @@ def write_cluster(run_dir, ranks=8, steps=None, nodes=2, with_event_file=True, *
 def write_rank_folders(parent, ranks=4, steps=None, stop=None, prefix="rank_", tags=("loss", "grad-norm")):
     """mindformers-style ``rank_<k>`` folders of event files with ``loss`` / ``grad-norm`` scalars (rank ``stop[0]``
     ends at step ``stop[1]``)."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     steps = np.arange(1, 101) if steps is None else np.asarray(steps)
     data = cluster_columns(ranks, steps, stop=stop)

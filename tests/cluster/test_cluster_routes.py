@@ -5,7 +5,7 @@ stopped rank's last step, one rank at full precision, mindformers' rank_<k> fold
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.reading import encode
+from tb_plugin_mindspore.answers import encode
 
 from cluster_data import write_cluster, write_rank_folders
 from tb_harness import App

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tb_plugin_mindspore.health import cli
+from tb_plugin_mindspore.commands import check as cli
 
 from cluster_data import write_cluster, write_rank_folders
 

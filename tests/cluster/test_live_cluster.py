@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.health import cli
+from tb_plugin_mindspore.commands import check as cli
 
 from cluster_data import write_cluster, write_rank_file
 
 
 def test_watch_names_a_slow_and_a_stopped_rank_once(tmp_path):
-    from tb_mindspore_callbacks.live_cluster import LiveClusterWatch
+    from tb_mindspore_callbacks.recorders.live_cluster import LiveClusterWatch
 
     write_cluster(tmp_path / "job", ranks=8, slow=(5, 60), stop=(3, 120), with_event_file=False)
     emitted = []
@@ -33,7 +33,7 @@ def test_watch_names_a_slow_and_a_stopped_rank_once(tmp_path):
 
 
 def test_healthy_cluster_stays_quiet(tmp_path):
-    from tb_mindspore_callbacks.live_cluster import LiveClusterWatch
+    from tb_mindspore_callbacks.recorders.live_cluster import LiveClusterWatch
 
     write_cluster(tmp_path / "job", ranks=8, with_event_file=False)
     emitted = []
@@ -62,7 +62,8 @@ def test_rank0_of_a_real_loop_names_a_stopped_rank_while_training(tmp_path, monk
     ms = pytest.importorskip("mindspore")
     from mindspore import Tensor, nn
 
-    from tb_mindspore_callbacks import LoopMonitor, live_cluster
+    from tb_mindspore_callbacks import LoopMonitor
+    from tb_mindspore_callbacks.recorders import live_cluster
 
     monkeypatch.setenv("RANK_ID", "0")
     monkeypatch.setenv("RANK_SIZE", "4")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore.health import cli
+from tb_plugin_mindspore import cli
 
 RANKS, STEPS = 4, 60
 

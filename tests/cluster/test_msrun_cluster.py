@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("mindspore")
 
-from tb_plugin_mindspore.health import cli  # noqa: E402
-from tb_plugin_mindspore.reading import cluster  # noqa: E402
+from tb_plugin_mindspore.commands import check as cli  # noqa: E402
+from tb_plugin_mindspore.answers import cluster  # noqa: E402
 
 from tb_harness import free_port  # noqa: E402
 

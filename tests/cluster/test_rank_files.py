@@ -7,14 +7,15 @@ import os
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore import metadata, rank_file
-from tb_plugin_mindspore.reading import cluster
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import rank_file
+from tb_plugin_mindspore.answers import cluster
 
 from cluster_data import write_rank_file
 
 
 def test_rows_written_by_rank_stats_are_read_back(tmp_path):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     stats = RankStats(str(tmp_path), rank=3, rank_size=4, collect_freq=2, host="h1")
     for step in range(1, 11):
@@ -100,14 +101,14 @@ def test_fifo_named_like_a_rank_file_is_never_opened(tmp_path):
     (dict(run_dir="x", rank=True, rank_size=1), "rank must be an int >= 0"),
 ])
 def test_rank_stats_arguments_are_checked(kwargs, message):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     with pytest.raises(ValueError, match=message):
         RankStats(**kwargs)
 
 
 def test_an_unwritable_folder_stops_the_rows_with_one_warning_and_never_raises(tmp_path, caplog):
-    from tb_mindspore_callbacks.rank_stats import RankStats
+    from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
     blocker = tmp_path / "file"
     blocker.write_text("x")

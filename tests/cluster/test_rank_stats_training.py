@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from tb_plugin_mindspore import metadata  # noqa: E402
-from tb_plugin_mindspore.reading import cluster  # noqa: E402
+from tb_plugin_mindspore.answers import cluster  # noqa: E402
 
 from ms_training import tiny_dataset, train_tiny  # noqa: E402
 
@@ -86,7 +86,7 @@ def test_loop_monitor_writes_rows_with_the_data_wait(tmp_path):
 
 
 def test_live_memory_watch_reports_a_leak_once():
-    from tb_mindspore_callbacks.rank_stats import LiveMemoryWatch
+    from tb_mindspore_callbacks.recorders.rank_stats import LiveMemoryWatch
 
     watch = LiveMemoryWatch()
     found = []

@@ -3,8 +3,10 @@ our builders, and MindSpore ``*_MS`` files framed as MindSpore frames them (``re
 
 import os
 
-from tb_plugin_mindspore import metadata, records, summary
-from tb_plugin_mindspore.reading import ms_proto
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.writing import summary
+from tb_plugin_mindspore.io import ms_proto
 
 T0 = 1_700_000_000.0
 

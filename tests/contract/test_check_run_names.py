@@ -9,7 +9,7 @@ import time
 
 import logdirs
 from tb_harness import PREFIX, fetch_json, tensorboard_process
-from tb_plugin_mindspore.health import logdir_check
+from tb_plugin_mindspore.commands import logdir_check
 
 
 def _check_json(logdir):

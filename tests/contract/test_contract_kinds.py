@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import logdirs
-from tb_plugin_mindspore import contract, metadata, summary
+from tb_plugin_mindspore import contract, metadata
+from tb_plugin_mindspore.writing import summary
+from tb_plugin_mindspore.answers import encode
 from tb_plugin_mindspore.contract import interval
 
 
@@ -16,10 +18,10 @@ def _read_back(tmp_path, values):
     from tensorboard import context
     from tensorboard.data import provider as tb_provider
 
-    from tb_plugin_mindspore.health import sources
+    from tb_plugin_mindspore.sources.logdir import load_provider
 
     logdirs.write_events(str(tmp_path / "run"), steps=3, extra=values)
-    provider = sources.load_provider(str(tmp_path))
+    provider = load_provider(str(tmp_path))
     ctx = context.RequestContext()
     listing = provider.list_tensors(ctx, experiment_id="", plugin_name=metadata.PLUGIN_NAME)["run"]
     data = provider.read_tensors(ctx, experiment_id="", plugin_name=metadata.PLUGIN_NAME, downsample=10 ** 6,
@@ -106,8 +108,8 @@ def test_interval_layouts_are_named():
     merged = interval.merge(big, 10)
     assert merged.steps.size == 10 and merged.max.max() == 99.0 and merged.nonfinite.sum() == 1
     assert merged.count.sum() == 1000 and np.allclose(merged.mean, 2.0)
-    rows = interval.json_rows(interval.IntervalTable(np.array([5]), np.array([np.nan]), np.array([np.inf]),
-                                                     np.array([1.0]), np.array([3.0]), np.array([1.0])))
+    rows = encode.interval_rows(interval.IntervalTable(np.array([5]), np.array([np.nan]), np.array([np.inf]),
+                                                        np.array([1.0]), np.array([3.0]), np.array([1.0])))
     assert rows == [[5, "NaN", "Infinity", 1.0, 3, 1]] and len(interval.ROW_FIELDS) == len(rows[0])
 
 

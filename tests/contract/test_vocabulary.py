@@ -1,9 +1,9 @@
 """One table of tag vocabularies read by tiering, the health rules and the dashboard's families."""
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.contract import vocabulary
+from tb_plugin_mindspore.contract import mindformers, vocabulary
 from tb_plugin_mindspore.health import series
-from tb_plugin_mindspore.reading import layers
+from tb_plugin_mindspore.answers import layers
 
 
 def test_the_three_readers_read_the_one_table():
@@ -17,12 +17,15 @@ def test_foreign_tags_of_core_quantities_land_in_core():
         by_source = vocabulary.QUANTITIES[quantity]
         for source in (vocabulary.OURS, vocabulary.MINDFORMERS, vocabulary.SUMMARY_COLLECTOR):
             for tag in by_source.get(source, ()):
-                assert metadata.tier_of(tag) == metadata.CORE, (quantity, source, tag)
+                assert vocabulary.tier_of(tag) == metadata.CORE, (quantity, source, tag)
 
 
-def test_mindformers_families_are_debug_tier_and_feed_the_health_rules():
+def test_mindformers_families_are_in_their_tier_and_feed_the_health_rules():
+    # gradient and optimizer-state norms are debug; weight stable rank and top eigenvalue describe the weights
+    tiers = {prefix: tier for prefix, (tier, _) in mindformers.FAMILIES.items()}
+    assert tiers["local_norm/"] == metadata.DEBUG and tiers["weight_stable_rank/"] == metadata.DIAGNOSTIC
     for prefix in vocabulary.FAMILY_PREFIXES:
-        assert metadata.tier_of(prefix + "model.layers.0.w1") == metadata.DEBUG
+        assert vocabulary.tier_of(prefix + "model.layers.0.w1") == tiers.get(prefix, metadata.DEBUG), prefix
         assert layers.family_of(prefix + "w") == prefix + "*"
     mf = vocabulary.LAYER_QUANTITIES["layer_grad_norm"][1][vocabulary.MINDFORMERS]
     assert set(mf) <= set(vocabulary.FAMILY_PREFIXES)

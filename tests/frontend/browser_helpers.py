@@ -33,7 +33,7 @@ def write_dashboard_runs(root, steps=STEPS):
 
     Returns {run: {tag: [(step, wall_time, value), ...]}}. run_b has one NaN loss at step 100.
     """
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     written = {}
     for r, run in enumerate(RUNS):

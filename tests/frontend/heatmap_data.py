@@ -38,7 +38,7 @@ def ratio(run_index, layer, step, names):
 
 def write_heatmap_runs(root, steps=STEPS):
     """run_a and run_b (run_b lacks the hostile layer) under ``root``; returns {run: layer names}."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     out = {}
     for r, run in enumerate(("run_a", "run_b")):

@@ -222,7 +222,7 @@ def test_live_refresh_keeps_zoom_selection_and_scroll(page, tmp_path):
         frame.eval_on_selector("[data-testid=main]", "(m) => { m.scrollTop = 120; }")
 
         # More training steps arrive in run_a (a second event file, as after a restart).
-        from tb_plugin_mindspore.writer import SummaryWriter
+        from tb_plugin_mindspore.writing.writer import SummaryWriter
 
         with SummaryWriter(os.path.join(str(root), "run_a")) as w:
             for step in range(61, 101):
@@ -271,7 +271,7 @@ HOSTILE_TAG = "core/<b onmouseover=window.__pwned=2>bold</b>"
 
 
 def test_names_are_shown_as_text(page, tmp_path):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path / "hostile"
     for run in (HOSTILE_RUN, QUOTED_RUN):

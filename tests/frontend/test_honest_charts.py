@@ -105,7 +105,7 @@ def test_sharpness_chart_draws_the_stability_line(page, tmp_path):
     as a dashed line of the run's colour; a run without the line is drawn without it."""
     from tb_harness import tensorboard_process
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     for run, with_line in (("adam", True), ("no_line", False)):
         with SummaryWriter(str(tmp_path / run), flush_secs=0.2) as w:

@@ -12,9 +12,9 @@ import pytest
 
 from browser_helpers import assert_same_origin, open_tab, screenshot
 from tb_harness import tensorboard_process
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import pytest
 from browser_helpers import ARTIFACTS, assert_same_origin, open_tab, screenshot
 from ms_training import MONITORED_HPARAMS
 from tb_harness import tensorboard_process
-from tb_plugin_mindspore import summary
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing import summary
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 pytestmark = pytest.mark.slow
 

@@ -106,6 +106,7 @@ def test_search_filter_and_grouping(selector_server, page, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial   # a render-time bound
 def test_many_runs_first_render_short(tmp_path, browser):
     """Short form of bench/many_runs_ui.py: 300 runs x 20 tags (the bench: 2,000 runs, BENCHMARKS.md)."""
     runs = 300

@@ -93,7 +93,7 @@ def serious(run, config=None):
 def write_event_run(logdir, scalars=None, layers=None, intervals=None, info=None, wall0=None, dt=1.0):
     """Writes one run with our own SummaryWriter: ``scalars`` {tag: (steps, values)}, ``layers`` {tag: (names,
     steps, matrix)}, ``intervals`` {scalar tag: rows of (step, min, mean, max, count, nonfinite)}."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     wall0 = T0 if wall0 is None else wall0
     w = SummaryWriter(str(logdir), flush_secs=0.5)

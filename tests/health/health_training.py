@@ -72,7 +72,7 @@ class ExtraTiers:
         from mindspore import Tensor, nn
         from mindspore.train import Callback
 
-        from tb_plugin_mindspore.writer import SummaryWriter
+        from tb_plugin_mindspore.writing.writer import SummaryWriter
 
         class _Extra(Callback):
             def __init__(self):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.health import cli as check_cli
+from tb_plugin_mindspore.commands import check as check_cli
 from tb_plugin_mindspore.health import engine
 
 from health_helpers import healthy_arrays, write_event_run
@@ -169,7 +169,7 @@ def test_layer_vectors_and_intervals_survive_the_round_trip(tmp_path, capsys):
 
 
 def test_standalone_command_exit_codes(logdir, tmp_path):
-    cmd = [sys.executable, "-m", "tb_plugin_mindspore.health.cli", "check"]
+    cmd = [sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check"]
     proc = subprocess.run(cmd + [str(logdir), "--fail-on", "error", "--format", "json"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1 and json.loads(proc.stdout)["runs"]

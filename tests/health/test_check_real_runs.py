@@ -257,7 +257,7 @@ def test_summary_collector_ms_files_are_checked(collector_logdir):
     # In its own process, as the command runs. Importing MindSpore (done by this test process) sets
     # PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, which a user's shell does not have: leave it out.
     env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.health.cli", "check", str(collector_logdir),
+    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check", str(collector_logdir),
                            "--format", "json", "--fail-on", "error"], capture_output=True, text=True, timeout=120,
                           env=env)
     assert proc.returncode == 1, proc.stderr
@@ -295,7 +295,7 @@ EXPECTED_STATUS = {"healthy": "ok", "high_lr": "error", "constant_lr": "error", 
 def _parser():
     import argparse
 
-    from tb_plugin_mindspore.health.cli import add_check_parser
+    from tb_plugin_mindspore.commands.check import add_check_parser
 
     parser = argparse.ArgumentParser(prog="tb-mindspore")
     sub = parser.add_subparsers(dest="command")

@@ -33,7 +33,7 @@ def test_a_closed_ms_run_is_finished_an_open_one_may_be_stalled(tmp_path):
 
 
 def test_a_mindformers_run_with_its_last_checkpoint_at_the_end_is_finished(tmp_path):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     for run in ("finished", "running"):
         out = tmp_path / run / "output"

@@ -15,10 +15,11 @@ from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
 from tb_harness import App
 from tb_plugin_mindspore import health, loader
-from tb_plugin_mindspore.health import cache as health_cache
+from tb_plugin_mindspore.answers import health as health_cache
 from tb_plugin_mindspore.health import engine, rules, sources
-from tb_plugin_mindspore.reading import points, series_cache
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.sources import points, series_cache
+from tb_plugin_mindspore.sources.logdir import Sources, load_provider
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 T0 = 1_700_000_000.0
 STEPS = 300
@@ -172,7 +173,7 @@ def test_single_flight_shares_results_and_errors():
 
 
 def test_constructor_arguments_are_checked(logdir):
-    provider = sources.load_provider(str(logdir))
+    provider = load_provider(str(logdir))
     with pytest.raises(ValueError, match="max_bytes must be positive, got 0"):
         health_cache.HealthCache(provider, max_bytes=0)
     with pytest.raises(ValueError, match="max_parallel must be at least 1, got 0"):
@@ -187,9 +188,9 @@ def test_direct_reads_match_the_data_provider(logdir):
     mux.Reload()
     provider = data_provider.MultiplexerDataProvider(mux, str(logdir))
     ctx = tb_context.RequestContext()
-    listing = sources.ProviderListing(provider, ctx, "")
-    slow = sources.read_runs(provider, ctx, "", listing, listing.runs(), now=T0)
-    fast = sources.read_runs(provider, ctx, "", listing, listing.runs(), now=T0, multiplexer=mux)
+    listing = sources.ProviderListing(Sources(provider).bind(ctx, ""))
+    slow = sources.read_runs(Sources(provider).bind(ctx, ""), listing, listing.runs(), now=T0)
+    fast = sources.read_runs(Sources(provider, multiplexer=mux).bind(ctx, ""), listing, listing.runs(), now=T0)
     assert [r.run for r in slow] == [r.run for r in fast] == ["broken", "clean"]
     for a, b in zip(slow, fast):
         assert a.info == b.info and a.other_tags == b.other_tags

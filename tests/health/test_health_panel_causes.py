@@ -27,7 +27,7 @@ LAYERS = ["0.weight", "1.weight", "2.weight"]
 
 def _write_run(path):
     from tb_plugin_mindspore.contract import health_event
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     rng = np.random.default_rng(0)
     w = SummaryWriter(str(path), flush_secs=0.5)

@@ -398,9 +398,9 @@ def test_landscape_only_run_has_no_finding():
 
 
 def _write_landscape_run(run_dir, info=None):
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
     from tb_plugin_mindspore.landscape import landscape_record
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     z = np.array([[3.0, 2.0, 3.5], [2.5, 1.0, 2.0], [3.1, 2.2, 3.0]])
     record = landscape_record([-1, 0, 1], [-1, 0, 1], z, "random", center=(0, 0, 1.0))
@@ -413,7 +413,7 @@ def _write_landscape_run(run_dir, info=None):
 def test_check_reports_nothing_for_landscape_only_runs(tmp_path, capsys):
     """Landscapes written in this plugin's format in runs of their own (as compute_landscape(logdir=...) does, and
     with run information as convert writes it) next to a training run: check speaks only of the training run."""
-    from tb_plugin_mindspore.health import cli
+    from tb_plugin_mindspore.commands import check as cli
 
     from health_helpers import write_event_run
 
@@ -567,7 +567,7 @@ def test_a_long_run_is_checked_quickly():
                     metadata.STEP_TIME_MS: 50 + rng.normal(0, 1, n), metadata.DATA_WAIT_MS: np.ones(n)},
                    intervals={metadata.LOSS: rows, metadata.GRAD_NORM: rows},
                    layers={metadata.UPDATE_RATIO_LAYERS: (names, (steps[99::100], np.full((1000, 50), 1e-3)))})
-    start = time.perf_counter()
+    start = time.process_time()     # CPU time: what the rules cost, whatever else the machine runs
     report = engine.run_report(run)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
     assert report["status"] == "ok"

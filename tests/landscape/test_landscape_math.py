@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import (
     Layout, Trajectory, auto_extent, axes, landscape_record, normalize_direction, normalize_record, pca_directions,
     project, random_directions,

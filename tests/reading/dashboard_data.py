@@ -51,7 +51,7 @@ def write_layer_runs(root):
     """
     from tensorboard.plugins.histogram import summary_v2 as histogram_summary
 
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     with SummaryWriter(os.path.join(str(root), "alpha"), flush_secs=0.2) as w:
         for step in range(1, STEPS + 1):

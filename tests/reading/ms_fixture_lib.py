@@ -81,7 +81,7 @@ def ms_layouts(tmp_path_factory):
 def ms_logdir(fixtures):
     """An MsLogdir over the fixtures, fully loaded (shared: only read from it)."""
     if "logdir" not in _made:
-        from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+        from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
         logdir = MsLogdir(fixtures.root)
         for _ in range(100):

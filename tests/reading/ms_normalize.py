@@ -1,6 +1,6 @@
 """Turns a summary Event / LineageEvent into plain JSON-able values, field by field.
 
-Duck-typed: works on MindSpore's generated classes and on ``tb_plugin_mindspore.reading.ms_proto``'s alike, so the
+Duck-typed: works on MindSpore's generated classes and on ``tb_plugin_mindspore.io.ms_proto``'s alike, so the
 tests can compare our decoding of a real file with MindSpore's own.
 """
 

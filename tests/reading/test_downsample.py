@@ -3,7 +3,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tb_plugin_mindspore.reading import downsample
+from tb_plugin_mindspore.answers import downsample
 
 
 def test_short_series_is_untouched():

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard_data import STEPS, T0, wait_until, write_layer_runs
 from tb_harness import App
-from tb_plugin_mindspore.reading import histograms
+from tb_plugin_mindspore.answers import histograms
 
 QUANTILES = [0.0, 0.0668, 0.1587, 0.3085, 0.5, 0.6915, 0.8413, 0.9332, 1.0]
 HIST_STEPS = list(range(4, STEPS + 1, 4))

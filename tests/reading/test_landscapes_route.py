@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "callbacks", "landscape_child.py")
 
@@ -44,7 +44,7 @@ def landscape_logdir(tmp_path_factory, ms_fixtures):
     root = tmp_path_factory.mktemp("landscapes") / "logs"
     root.mkdir()
     ms_fixtures.copy_run("landscape", root)            # MindSpore SummaryLandscape (PCA + random), an _MS file
-    from tb_plugin_mindspore.convert import convert
+    from tb_plugin_mindspore.commands.convert import convert
 
     convert(root / "landscape", out=root / "converted", progress=False)   # the same, as tfevents
     proc = subprocess.run([sys.executable, CHILD, str(root.parent / "train.npz"), "graph", "1", str(root / "ours")],

@@ -10,7 +10,7 @@ import pytest
 from dashboard_data import (FAMILY_PARAMS, HOSTILE, RATIO_LAYERS, STEPS, T0, family_value, ratio_value,
                             wait_until, weight_norm_value, write_layer_runs)
 from tb_harness import App
-from tb_plugin_mindspore.reading import encode
+from tb_plugin_mindspore.answers import encode
 
 BF16_REL = 2 ** -8   # bfloat16 keeps 8 significant bits: relative error <= 2^-8
 
@@ -169,7 +169,7 @@ def test_answer_is_gzipped_when_accepted(app):
 
 def test_new_steps_show_up(tmp_path):
     """The cached answer is replaced once the run has new data."""
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     run = tmp_path / "live"
     w = SummaryWriter(str(run), flush_secs=0.1)

@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from tb_harness import App, PREFIX, fetch_json, tensorboard_process
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
-from tb_plugin_mindspore.reading import logdir_spec
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.sources import logdir_spec
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "contract"))

@@ -8,12 +8,12 @@ import os
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore.reading import mindformers_files as mff
-from tb_plugin_mindspore.reading.mindformers_log import LogSeries
+from tb_plugin_mindspore.sources import mindformers_files as mff
+from tb_plugin_mindspore.sources.mindformers_log import LogSeries
 
 
 def _output(tmp_path, steps=20):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     out = tmp_path / "output"
     with SummaryWriter(out / "tensorboard" / "rank_0") as w:
@@ -85,7 +85,7 @@ def test_the_status_route_lists_them_and_the_run_still_shows(tmp_path):
 
 
 def test_log_records_survive_garbage_and_long_lines(tmp_path, monkeypatch):
-    import tb_plugin_mindspore.reading.mindformers_log as mfl
+    import tb_plugin_mindspore.sources.mindformers_log as mfl
 
     monkeypatch.setattr(mfl, "MAX_LINE", 200)
     log = tmp_path / "run.log"

@@ -13,9 +13,12 @@ import numpy as np
 import pytest
 
 from ms_fixture_lib import HERE
-from tb_plugin_mindspore import metadata, records
-from tb_plugin_mindspore.reading import ms_files, ms_proto
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.contract import vocabulary
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.sources import ms_files
+from tb_plugin_mindspore.io import ms_proto
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 import ms_normalize
 
@@ -92,8 +95,8 @@ def test_every_field_matches_mindspore(ms_fixtures):
 def test_reader_never_imports_mindspore(ms_fixtures):
     code = (
         "import sys\n"
-        "from tb_plugin_mindspore.reading.ms_logdir import MsLogdir\n"
-        "from tb_plugin_mindspore import convert\n"
+        "from tb_plugin_mindspore.sources.ms_logdir import MsLogdir\n"
+        "from tb_plugin_mindspore.commands import convert\n"
         "d = MsLogdir(%r)\n"
         "d.reload()\n"
         "assert d.scalars('collector')['loss/auto']\n"
@@ -111,7 +114,7 @@ def test_reader_works_with_either_protobuf_backend(ms_fixtures, impl):
     # pure-Python backend too (the health check and convert run in such processes).
     code = (
         "from google.protobuf.internal import api_implementation\n"
-        "from tb_plugin_mindspore.reading.ms_logdir import MsLogdir\n"
+        "from tb_plugin_mindspore.sources.ms_logdir import MsLogdir\n"
         "d = MsLogdir(%r)\n"
         "d.reload()\n"
         "assert d.scalars('collector')['loss/auto'], 'no loss'\n"
@@ -153,7 +156,7 @@ def test_summary_collector_loss_and_parameter_histograms(ms_fixtures, ms_logdir)
     for step, wall, value in points:
         assert value == float(f32(loss[step]))
         assert 1.5e9 < wall < 4e9
-    assert metadata.tier_of("loss/auto") == metadata.CORE
+    assert vocabulary.tier_of("loss/auto") == metadata.CORE
     assert metadata.display_name("loss/auto") == "loss"
 
     hists = ms_logdir.histograms("collector", stats=True)
@@ -200,7 +203,7 @@ def test_summary_record_every_value_type(ms_fixtures, ms_logdir):
     for tag, step, value in exp["scalar"]:
         assert (step, float(f32(value))) in [(s, v) for s, _, v in scalars[tag]]
     assert all(len(v) == 5 for v in scalars.values())
-    assert metadata.tier_of("train/lr") == metadata.CORE
+    assert vocabulary.tier_of("train/lr") == metadata.CORE
 
     tensors = ms_logdir.tensors("record")["weights_t"]
     assert [t[0] for t in tensors] == [1, 2, 3, 4, 5]

@@ -8,9 +8,10 @@ import tempfile
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tb_plugin_mindspore import records
-from tb_plugin_mindspore.reading import ms_files, ms_proto
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.sources import ms_files
+from tb_plugin_mindspore.io import ms_proto
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FUZZ_FILES = settings(max_examples=300, deadline=None,

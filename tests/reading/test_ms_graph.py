@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore.reading import ms_graph
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore.sources import ms_graph
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,7 +31,7 @@ def graph_logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def converted(graph_logdir, tmp_path_factory):
-    from tb_plugin_mindspore.convert import convert
+    from tb_plugin_mindspore.commands.convert import convert
 
     out = tmp_path_factory.mktemp("converted") / "out"
     result = convert(graph_logdir[0], out=out, progress=False)

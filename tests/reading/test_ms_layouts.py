@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from tb_plugin_mindspore import cli, convert as conv, metadata
-from tb_plugin_mindspore.reading import histograms
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir, created_at, exact_buckets, file_kind
+from tb_plugin_mindspore import cli, metadata
+from tb_plugin_mindspore.commands import convert as conv
+from tb_plugin_mindspore.answers import histograms
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir, created_at, exact_buckets, file_kind
 
 GUIDANCE = {ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.IMAGES: 0, ea.TENSORS: 0, ea.COMPRESSED_HISTOGRAMS: 0}
 
@@ -272,8 +273,9 @@ def test_a_later_lineage_file_overrides_an_earlier_one(tmp_path, ms_layouts, ms_
 
 def test_graph_only_run_is_reported_as_such_by_check(tmp_path, ms_layouts, capsys):
     """SummaryRecord(network=...) that recorded no value yet: the file holds the graph only."""
-    from tb_plugin_mindspore import records
-    from tb_plugin_mindspore.reading import ms_files, ms_proto
+    from tb_plugin_mindspore.io import records
+    from tb_plugin_mindspore.sources import ms_files
+    from tb_plugin_mindspore.io import ms_proto
 
     (name,) = [n for n in os.listdir(os.path.join(ms_layouts.root, "kinds")) if n.endswith("_MS")]
     payloads, _, _ = ms_files.MsFile(os.path.join(ms_layouts.root, "kinds", name)).read_payloads(1 << 20)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore import convert as conv
+from tb_plugin_mindspore.commands import convert as conv
 
 RUNS = ("rerun", "resume", "kinds", "edge", "evalonly", "pipeline")
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore import records
+from tb_plugin_mindspore.io import records
 
 
 @pytest.fixture(scope="module", params=["false", "true"], ids=["python", "fast"])

@@ -6,7 +6,7 @@ import os
 from tb_harness import App
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.health.rules import RULES_BY_ID
-from tb_plugin_mindspore.reading import page_contract
+from tb_plugin_mindspore.answers import page_contract
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "frontend", "test", "fixtures", "contract.json")
 
@@ -33,7 +33,7 @@ def test_the_frontend_fixture_is_what_the_server_answers():
     """frontend/test/fixtures/contract.json (the page's unit tests read it) must not drift from the server."""
     with open(FIXTURE, encoding="utf-8") as f:
         assert json.load(f) == json.loads(json.dumps(page_contract.build())), (
-            "regenerate it: python -c \"import json; from tb_plugin_mindspore.reading import page_contract as p; "
+            "regenerate it: python -c \"import json; from tb_plugin_mindspore.answers import page_contract as p; "
             "print(json.dumps(p.build(), indent=1, ensure_ascii=False, sort_keys=True))\" > frontend/test/fixtures/contract.json")
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from dashboard_data import wait_until
 from tb_harness import App
-from tb_plugin_mindspore import records
+from tb_plugin_mindspore.io import records
 from tensorboard.compat.proto import event_pb2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,7 +136,7 @@ LONG = 20_000
 
 @pytest.fixture(scope="module")
 def long_logdir(tmp_path_factory):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("long") / "logs"
     rng = np.random.default_rng(0)

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from tb_harness import App
-from tb_plugin_mindspore.health import logdir_check
-from tb_plugin_mindspore.reading import run_fold
+from tb_plugin_mindspore.commands import logdir_check
+from tb_plugin_mindspore.sources import run_fold
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "contract"))

@@ -14,8 +14,8 @@ import pytest
 
 from ms_training import MONITORED_HPARAMS
 from tb_harness import App
-from tb_plugin_mindspore import summary
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore.writing import summary
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 RUNS = ("collector", "record", "ops", "converted_collector", "converted_record", "monitored", "nonfinite", "plain")
 NONFINITE = np.array([[1.0, np.nan, -2.5], [np.inf, -np.inf, 4.0]], dtype=np.float32)
@@ -33,7 +33,7 @@ def png_size(data):
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory, ms_fixtures, monitored_run):
-    from tb_plugin_mindspore.convert import convert
+    from tb_plugin_mindspore.commands.convert import convert
 
     root = tmp_path_factory.mktemp("run_data") / "logs"
     root.mkdir()

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard_data import wait_until
 from tb_harness import App
-from tb_plugin_mindspore.reading import series_cache
+from tb_plugin_mindspore.sources import series_cache
 
 TAGS = ["core/loss", "core/grad_norm", "diagnostic/eval_loss"]
 STEPS = 3000
@@ -16,7 +16,7 @@ STEPS = 3000
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("batch") / "logs"
     for r, run in enumerate(("a", "b", '<b>"x"</b>')):

@@ -6,7 +6,9 @@ import time
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.reading import pyramid, scalar_answer, series_store
+from tb_plugin_mindspore.sources import pyramid, series_store
+from tb_plugin_mindspore.sources.logdir import band_of_rows
+from tb_plugin_mindspore.answers import scalars as scalar_answer
 
 
 def _series(n, seed=0, spikes=(), nans=()):
@@ -99,11 +101,11 @@ def test_window_of_a_million_points_under_100_ms():
     pyr = pyramid.Pyramid()
     pyr.extend(values)
     series = scalar_answer.Timeline(steps.astype(np.int32), steps.astype(np.float64), values, pyr)
-    band = (steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
+    band = band_of_rows(steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
     timings = []
     for lo, hi in [(None, None), (int(steps[100_000]), int(steps[900_000])), (int(steps[499_000]), int(steps[501_000]))]:
         start = time.process_time()
-        body = scalar_answer.body("r", "core/loss", series, band, 4002, scalar_answer.Window(lo, hi, 800))
+        body = scalar_answer.body("r", "core/loss", series.with_band(band), 4002, scalar_answer.Window(lo, hi, 800))
         timings.append(time.process_time() - start)
         assert len(body["points"]) <= 4002 and len(body["interval"]) <= 4002
     assert max(timings) < 0.1, timings

@@ -27,9 +27,9 @@ def real_event_file(tmp_path_factory):
     statistics, a per-layer vector, run information and a landscape (about 10 kB)."""
     import numpy as np
 
-    from tb_plugin_mindspore import summary
+    from tb_plugin_mindspore.writing import summary
     from tb_plugin_mindspore.landscape import landscape_record
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("real_event_file")
     with SummaryWriter(str(root), flush_secs=0.5) as w:

@@ -8,8 +8,10 @@ import struct
 
 import numpy as np
 
-from tb_plugin_mindspore import metadata, records, summary
-from tb_plugin_mindspore.reading import ms_proto
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.writing import summary
+from tb_plugin_mindspore.io import ms_proto
 
 MS_NAME = "events.out.events.summary.1700000000.0.host_MS"
 EVENT_NAME = "events.out.tfevents.1700000000.host"

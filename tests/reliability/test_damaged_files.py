@@ -13,9 +13,10 @@ import os
 
 import pytest
 
-from tb_plugin_mindspore import records
-from tb_plugin_mindspore.reading import event_headers, ms_files
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.io import event_headers
+from tb_plugin_mindspore.sources import ms_files
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 
 def _tb_raw_records(path):

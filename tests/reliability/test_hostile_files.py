@@ -16,9 +16,10 @@ import pytest
 import hostile
 from tb_harness import App
 
-from tb_plugin_mindspore import metadata, records
-from tb_plugin_mindspore.reading import ms_files
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.sources import ms_files
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 LISTING_ROUTES = ("/runs", "/status", "/tags", "/health", "/run_info", "/media", "/landscapes")
 CLI = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")

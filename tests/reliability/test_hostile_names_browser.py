@@ -10,7 +10,7 @@ import pytest
 import hostile
 from tb_harness import tensorboard_process
 
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 
 # No "/" in a run folder's name; every name below would create an element or run code if used as markup.
@@ -27,7 +27,7 @@ NO_INJECTION = """() => document.querySelectorAll('x-pwn, [onerror], [onload]').
 
 @pytest.fixture(scope="module")
 def hostile_logdir(tmp_path_factory):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("hostile_names") / "logs"
     with SummaryWriter(str(root / RUN), flush_secs=0.5) as w:

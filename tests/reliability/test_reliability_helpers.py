@@ -7,7 +7,9 @@ import pytest
 
 import hostile
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.reading import event_headers, problems, safe_view
+from tb_plugin_mindspore.io import event_headers
+from tb_plugin_mindspore.answers import problems
+from tb_plugin_mindspore.sources import safe_view
 
 
 @pytest.mark.parametrize("text,depth", [

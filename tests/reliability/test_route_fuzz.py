@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import hostile
 from tb_harness import PREFIX, App
 
-from tb_plugin_mindspore import summary
+from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 
 HOSTILE_RUN = "<img src=x onerror=alert(1)>"
@@ -21,12 +21,14 @@ ROUTES = {
     "/histograms": ("run", "tag", "max_steps"), "/health": ("run",), "/landscapes": ("run",),
     "/landscape": ("run", "tag", "step"), "/run_info": ("run",), "/media": ("run",), "/images": ("run", "tag"),
     "/image": ("run", "tag", "step"), "/tensors": ("run", "tag", "max_values", "max_steps"),
+    "/compare": ("run", "reference", "noise", "mapping", "offset", "max_points"),
 }
 VALID = {
     "run": ["ev", "ms", HOSTILE_RUN], "tag": ["core/loss", "debug/update_ratio", "landscape/random", "loss/auto",
                                                 "x", "x_hist", "weights/fc"],
     "max_points": ["10", "2000"], "max_steps": ["1", "50"], "max_values": ["1", "100"], "step": ["1", "3", "5"],
-    "layer": ["a.weight"],
+    "layer": ["a.weight"], "reference": [HOSTILE_RUN, "ms"], "noise": ["ms"], "offset": ["0", "1"],
+    "mapping": ['{"pairs": {"a.weight": "b.weight"}}', '{"ignore": ["a.weight"]}'],
 }
 HOSTILE = ["", " ", "\x00", "ev\x00", "../../../../etc/passwd", "/etc/passwd", "..", ".", "%2e%2e%2f",
            "<script>window.__pwned=1</script>", "\u202e\u00e9\U0001f4a5", "a" * 20000, "-1", "0", "1e309", "NaN",
@@ -38,7 +40,7 @@ STATIC = ["/index.js", "/static/index.js", "/static/../plugin.py", "/static/%2e%
 
 @pytest.fixture(scope="module")
 def fuzz_logdir(tmp_path_factory):
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     root = tmp_path_factory.mktemp("fuzz") / "logs"
     for run in ("ev", HOSTILE_RUN):
@@ -96,6 +98,7 @@ def _bases(app):
         "/run_info": {"run": "ev"}, "/media": {"run": "ms"}, "/images": {"run": "ms", "tag": image},
         "/image": {"run": "ms", "tag": image, "step": "3"},
         "/tensors": {"run": "ms", "tag": tensor, "max_values": "4", "max_steps": "2"},
+        "/compare": {"run": "ev", "reference": HOSTILE_RUN, "max_points": "10"},
     }
     for route, query in bases.items():
         assert _check(app, route, query) == 200, (route, query)
@@ -137,6 +140,7 @@ _TEXT = st.one_of(st.sampled_from(sorted({v for vs in VALID.values() for v in vs
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(route=st.sampled_from(sorted(ROUTES)), values=st.dictionaries(
-    st.sampled_from(["run", "tag", "max_points", "max_steps", "max_values", "step", "layer"]), _TEXT, max_size=4))
+    st.sampled_from(["run", "tag", "max_points", "max_steps", "max_values", "step", "layer", "reference", "noise",
+                     "mapping", "offset"]), _TEXT, max_size=4))
 def test_random_parameters(app, route, values):
     _check(app, route, values)

@@ -62,7 +62,7 @@ def use_s3(monkeypatch, endpoint):
     ``S3_ENDPOINT`` once, when its gfile module is first imported)."""
     from tensorboard.compat.tensorflow_stub.io import gfile
 
-    from tb_plugin_mindspore.reading import fs
+    from tb_plugin_mindspore.io import fs
 
     env = s3_env(endpoint)
     for key, value in env.items():
@@ -76,7 +76,7 @@ def use_s3(monkeypatch, endpoint):
 
 @pytest.fixture
 def bucket(s3_endpoint, monkeypatch):
-    from tb_plugin_mindspore.reading import fs
+    from tb_plugin_mindspore.io import fs
 
     env = use_s3(monkeypatch, s3_endpoint)
     yield Bucket(s3_endpoint, env)

@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from tb_plugin_mindspore import records
-from tb_plugin_mindspore.reading import event_headers, fs, logdir_status
+from tb_plugin_mindspore.io import records
+from tb_plugin_mindspore.io import event_headers, fs
+from tb_plugin_mindspore.sources import logdir_status
 
 
 def test_local_paths_keep_os(tmp_path):
@@ -95,7 +96,7 @@ def test_store_outage_forgets_nothing(monkeypatch, caplog):
 
     from conftest import Bucket, use_s3
     from tb_harness import free_port
-    from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+    from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -116,7 +117,7 @@ def test_store_outage_forgets_nothing(monkeypatch, caplog):
 
 
 def test_doctor_reads_a_remote_logdir(bucket):
-    from tb_plugin_mindspore.doctor import check_logdir
+    from tb_plugin_mindspore.commands.doctor import check_logdir
 
     bucket.put("logs/run_a/events.out.tfevents.1.host", b"x" * 200)
     bucket.put("logs/run_b/x.summary.1_MS", b"y" * 10)

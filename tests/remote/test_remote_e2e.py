@@ -13,8 +13,8 @@ import pytest
 
 from conftest import Bucket, use_s3
 from tb_harness import fetch_json, free_port
-from tb_plugin_mindspore.reading import fs
-from tb_plugin_mindspore.reading.ms_logdir import MsLogdir
+from tb_plugin_mindspore.io import fs
+from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "/data/plugin/mindspore"
@@ -156,7 +156,7 @@ def test_any_fsspec_protocol(trained, tmp_path, monkeypatch):
     import fsspec
 
     from tb_plugin_mindspore import metadata
-    from tb_plugin_mindspore.writer import SummaryWriter
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     _, data, name = trained
     mem = fsspec.filesystem("memory")

@@ -9,9 +9,10 @@ import pytest
 
 from conftest import Bucket, use_s3
 from tb_harness import free_port
-from tb_plugin_mindspore import metadata, writer as writer_module
-from tb_plugin_mindspore.reading import fs
-from tb_plugin_mindspore.writer import SummaryWriter
+from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.writing import writer as writer_module
+from tb_plugin_mindspore.io import fs
+from tb_plugin_mindspore.writing.writer import SummaryWriter
 
 
 def _steps(url, tag=metadata.LOSS):
@@ -64,7 +65,7 @@ def test_unreachable_store_never_blocks_and_retries(s3_endpoint, tmp_path, monke
     env = use_s3(monkeypatch, "http://127.0.0.1:%d" % port)          # nothing listens there yet
     monkeypatch.setenv("TB_MINDSPORE_STAGING", str(tmp_path))
     url = "s3://late-bucket/run"
-    caplog.set_level(logging.WARNING, logger="tb_plugin_mindspore.writer")
+    caplog.set_level(logging.WARNING, logger="tb_plugin_mindspore.writing.writer")
     w = SummaryWriter(url, upload_secs=0.2)
     start = time.perf_counter()
     for step in range(1, 1001):

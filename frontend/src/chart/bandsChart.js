@@ -3,8 +3,8 @@
 // run, step, median, ±1σ and min/max.
 
 import uPlot from "uplot";
-import { withAlpha } from "../colors.js";
-import { el, clear } from "../dom.js";
+import { withAlpha } from "../base/colors.js";
+import { el, clear } from "../base/dom.js";
 import { formatDuration, formatStep, formatValue, formatWallTime } from "./format.js";
 import { axisStyle, X_UNITS } from "./lineChart.js";
 import { nearestIndex } from "./series.js";

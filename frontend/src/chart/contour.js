@@ -3,7 +3,7 @@
 // sharpness profile (one line per direction and the dashed quadratic model of the top eigenvalue).
 // Everything is drawn with the canvas 2-D API; text comes only from numbers and the labels the route sends.
 
-import { themeColor } from "../theme.js";
+import { themeColor } from "../base/theme.js";
 import {
   axisValue,
   bilinear,

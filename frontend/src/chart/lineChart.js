@@ -10,11 +10,11 @@
 // are marked with a dashed vertical line; its superseded segments are drawn dashed when opts.showSuperseded is set.
 
 import uPlot from "uplot";
-import { withAlpha } from "../colors.js";
-import { el, clear } from "../dom.js";
+import { withAlpha } from "../base/colors.js";
+import { el, clear } from "../base/dom.js";
 import { formatDuration, formatStep, formatValue, formatWallTime, X_AXIS_LABELS } from "./format.js";
-import { axisTitle } from "../contract.js";
-import { themeColor } from "../theme.js";
+import { axisTitle } from "../base/contract.js";
+import { themeColor } from "../base/theme.js";
 import { nearestIndex, prepareSeries } from "./series.js";
 
 const FONT = '11px Roboto, "Helvetica Neue", Arial, sans-serif';

@@ -1,7 +1,7 @@
 // Pure helpers of the "Run info" and "Images and tensors" sections: what a value looks like as text, which facts of
 // the run information and of MindSpore's lineage are shown, how a tensor's values are laid out in a table.
 
-import { decodeNumber } from "../api.js";
+import { decodeNumber } from "../api/client.js";
 
 /** A hyperparameter or fact as text: numbers with up to 7 significant digits (float32 noise gone), JSON for objects. */
 export function formatValue(v) {

@@ -6,10 +6,10 @@
 // Emits onChange() after any change; the owner reads visibleRuns() and chartRuns().
 
 import { RUN_SELECTOR_CSS as selectorCss } from "./runSelectorStyles.js";
-import { PALETTE } from "../colors.js";
-import { el, clear } from "../dom.js";
-import { groupRuns } from "../grouping.js";
-import { fetchRunInfos } from "../runDataApi.js";
+import { PALETTE } from "../base/colors.js";
+import { el, clear } from "../base/dom.js";
+import { groupRuns } from "../base/grouping.js";
+import { fetchRunInfos } from "../api/runData.js";
 
 // A line chart with more runs than this is unreadable (and slow to fetch): the charts draw the first ones.
 export const MAX_CHART_RUNS = 100;

@@ -1,6 +1,6 @@
 """Many ranks: ``slow_rank``, ``rank_diverging``, ``rank_stopped``; memory: ``memory_growth``, ``device_memory_limit``.
 
-They judge the per-rank statistics of the run's cluster (``reading.cluster``: the run folder's ``cluster/`` rank
+They judge the per-rank statistics of the run's cluster (``sources.clusters``: the run folder's ``cluster/`` rank
 files, or sibling ``rank_<k>`` folders, judged once at the lowest rank), found from the run's folder on disk
 (``run.state.directory``, else the ``logdir`` of the run information). The maths is in ``..cluster_signals``.
 """
@@ -9,15 +9,14 @@ import os
 
 import numpy as np
 
+from ...sources import clusters
 from .. import cluster_signals as signals
 from .base import ERROR, WARN, Finding, rule
 from .common import fmt
 
 
 def cluster_of(run):
-    """The run's :class:`~tb_plugin_mindspore.reading.cluster.ClusterData` (reloaded), or None."""
-    from ...reading import cluster
-
+    """The run's :class:`~tb_plugin_mindspore.sources.cluster_ranks.ClusterData` (reloaded), or None."""
     directory = getattr(run.state, "directory", None) if run.state is not None else None
     if directory is None:
         recorded = (run.info or {}).get("logdir")
@@ -25,7 +24,7 @@ def cluster_of(run):
     if directory is None:
         return None
     try:
-        return cluster.cluster_for_health(directory)
+        return clusters.cluster_for_health(directory)
     except (OSError, ValueError):
         return None
 

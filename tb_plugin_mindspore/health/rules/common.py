@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from .. import detectors
+from ... import metadata
 
 
 # -- the points a rule judges ------------------------------------------------------------------------------------
@@ -119,8 +120,6 @@ def layers_at(run, step, spike_factor=10.0, min_history=3):
     recorder's dump first, else the debug tier's per-layer gradient norms): the non-finite ones when some (not
     all) are, else those at least ``spike_factor`` times the median of their own earlier values (a median-relative
     outlier test as in Hampel 1974), largest first; ``()`` when nothing tells."""
-    from ... import metadata
-
     for series in (run.layers.get(metadata.FLIGHT_GRAD_NORM_LAYERS), run.layer_series("layer_grad_norm")):
         if series is None or not series.steps.size or not series.layers:
             continue

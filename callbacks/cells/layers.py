@@ -1,0 +1,265 @@
+"""Per-layer statistics computed on the device: which parameters are "layers", and fused norm computations.
+
+A *layer* is one MindSpore parameter, named by its parameter name (``encoder.0.dense1.weight``): names are stable
+across runs and readable. :class:`LayerSelection` picks them by regex; every statistic over them is one compiled
+computation over all selected parameters at once (one launch, one small vector back to the host), never an
+``asnumpy()`` of the parameters themselves. The cells' ``construct`` is compiled in PYNATIVE_MODE too
+(``mindspore.jit``): op by op, a norm per parameter would be hundreds of launches.
+"""
+
+import re
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops, Parameter, ParameterTuple, Tensor
+from mindspore.ops import composite as C
+
+from .train_cell import norm_plan, square_sums
+
+__all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
+
+DEFAULT_MAX_LAYERS = 64
+
+_to_float32 = C.MultitypeFuncGraph("tbms_to_float32")
+
+
+@_to_float32.register("Tensor")
+def _to_float32_tensor(x):
+    return ops.cast(x, ms.float32)
+
+
+_difference = C.MultitypeFuncGraph("tbms_difference")
+
+
+@_difference.register("Tensor", "Tensor")
+def _difference_tensor(after, before):
+    return ops.cast(after, ms.float32) - ops.cast(before, ms.float32)
+
+
+def _compile(pattern, what):
+    if pattern is None:
+        return None
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str):
+        raise ValueError("%s must be a regular expression string or None, got %r" % (what, pattern))
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ValueError("%s is not a valid regular expression (%r): %s" % (what, pattern, e)) from None
+
+
+class LayerSelection:
+    """Which parameters get per-layer statistics.
+
+    Args:
+      include: regex searched in each parameter name; ``None`` selects every parameter with at least 2 dimensions
+        (weight matrices, embeddings, convolution kernels; not biases or norm scales).
+      exclude: regex; matching names are dropped (applied after ``include``).
+      max_layers: upper bound on the number of layers (keeps the number of series bounded on large models). When
+        more match, an evenly spaced subset over the network's depth is kept, first and last included.
+
+    Raises ValueError for a bad regex or ``max_layers < 1`` (at construction, not mid-training).
+    """
+
+    def __init__(self, include=None, exclude=None, max_layers=DEFAULT_MAX_LAYERS):
+        self.include = _compile(include, "layers_include")
+        self.exclude = _compile(exclude, "layers_exclude")
+        if isinstance(max_layers, bool) or not isinstance(max_layers, int) or max_layers < 1:
+            raise ValueError("max_layers must be an int >= 1, got %r" % (max_layers,))
+        self.max_layers = max_layers
+        self.truncated_from = None   # number of matching parameters when more than max_layers matched
+
+    def select(self, params, names=None):
+        """The selected parameters, in network order (``names``: their names when not ``p.name``, e.g. the
+        ``named_parameters()`` names of a torch-style module)."""
+        return [params[i] for i in self.select_indices(params, names)]
+
+    def select_indices(self, params, names=None):
+        """Indices into ``params`` of the selected parameters, in network order."""
+        names = [p.name for p in params] if names is None else list(names)
+        picked = []
+        for i, (p, name) in enumerate(zip(params, names)):
+            if self.include is None:
+                if len(p.shape) < 2:
+                    continue
+            elif not self.include.search(name):
+                continue
+            if self.exclude is not None and self.exclude.search(name):
+                continue
+            picked.append(i)
+        self.truncated_from = None
+        if len(picked) > self.max_layers:
+            self.truncated_from = len(picked)
+            keep = np.unique(np.round(np.linspace(0, len(picked) - 1, self.max_layers)).astype(int))
+            picked = [picked[i] for i in keep]
+        return picked
+
+    def describe(self):
+        return {
+            "include": self.include.pattern if self.include is not None else None,
+            "exclude": self.exclude.pattern if self.exclude is not None else None,
+            "max_layers": self.max_layers,
+        }
+
+
+_CACHE = []          # [(key, cell)], most recent last
+_CACHE_SIZE = 8
+
+
+def cached(cls, params, *args):
+    """``cls(params, *args)``, reused for the same parameters (a new cell would be compiled again).
+
+    Monitors are often recreated (one per ``Model.train`` call) for the same network; compiling their small
+    graphs again each time would cost seconds. The cache keeps the last few cells (they hold their parameters).
+    """
+    key = (cls, tuple(id(p) for p in params), args)
+    for i, (k, cell) in enumerate(_CACHE):
+        if k == key:
+            _CACHE.append(_CACHE.pop(i))
+            return cell
+    cell = cls(params, *args) if _all_parameters(params) else _bound(cls, list(params))
+    _CACHE.append((key, cell))
+    del _CACHE[:-_CACHE_SIZE]
+    return cell
+
+
+def _all_parameters(params):
+    return all(isinstance(p, Parameter) for p in params)
+
+
+def _bound(cls, tensors):
+    """The variant of ``cls`` for tensors that are not Parameters (a torch-style module's parameters, e.g.
+    MindNLP's ``mindtorch`` ones, are plain Tensors that a cell cannot hold as its own)."""
+    if cls is WeightNorms:
+        return _Bound(_WeightNormsOf(tensors), tensors)
+    if cls is Snapshot:
+        return _Bound(_SnapshotOf(tensors), tensors)
+    if cls is UpdateRatio:
+        return _Bound(_UpdateRatioOf(cached(Snapshot, tensors).cell, tensors), tensors)
+    raise TypeError("%s needs mindspore Parameters" % cls.__name__)
+
+
+class _Bound:
+    """A compiled cell over tensors that are not Parameters: called with them as one variable input
+    (``mindspore.mutable``, so it is compiled once and reads their current values at every call)."""
+
+    def __init__(self, cell, tensors):
+        self.cell = cell
+        self.tensors = tuple(tensors)
+
+    def __call__(self):
+        return self.cell(ms.mutable(self.tensors))
+
+
+_KEPT_COPIES = [0]
+
+
+def _copies(tensors, prefix):
+    _KEPT_COPIES[0] += 1
+    return ParameterTuple([
+        Parameter(Tensor(np.zeros(tuple(p.shape), np.float32)), name="%s%d.%d" % (prefix, _KEPT_COPIES[0], i),
+                  requires_grad=False)
+        for i, p in enumerate(tensors)
+    ])
+
+
+class _WeightNormsOf(nn.Cell):
+    """:class:`WeightNorms` of tensors given at each call."""
+
+    def __init__(self, tensors):
+        super().__init__(auto_prefix=False)
+        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+
+    @ms.jit
+    def construct(self, params):
+        return ops.sqrt(square_sums(params, self._groups))
+
+
+class _SnapshotOf(nn.Cell):
+    """:class:`Snapshot` of tensors given at each call (the copy is kept in Parameters of this cell)."""
+
+    def __init__(self, tensors):
+        super().__init__(auto_prefix=False)
+        self.before = _copies(tensors, "tbms_before_t")
+        self.hyper_map = C.HyperMap()
+
+    @ms.jit
+    def construct(self, params):
+        return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, params))
+
+
+class _UpdateRatioOf(nn.Cell):
+    """:class:`UpdateRatio` of tensors given at each call, against a :class:`_SnapshotOf`."""
+
+    def __init__(self, snapshot, tensors):
+        super().__init__(auto_prefix=False)
+        self.before = snapshot.before
+        self.hyper_map = C.HyperMap()
+        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+
+    @ms.jit
+    def construct(self, params):
+        diff = ops.sqrt(square_sums(self.hyper_map(_difference, params, self.before), self._groups))
+        before = ops.sqrt(square_sums(self.before, self._groups))
+        after = ops.sqrt(square_sums(params, self._groups))
+        return diff / before, after
+
+
+class WeightNorms(nn.Cell):
+    """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation (a few kernels
+    per group of parameters, ``train_cell.square_sums``)."""
+
+    def __init__(self, params):
+        super().__init__(auto_prefix=False)
+        self.params = ParameterTuple(params)
+        self._groups = norm_plan([p.shape for p in params])[0]
+
+    @ms.jit
+    def construct(self):
+        return ops.sqrt(square_sums(self.params, self._groups))
+
+
+class Snapshot(nn.Cell):
+    """Keeps a copy of the parameters (``tbms_before.<name>``); ``construct()`` refreshes it on the device.
+
+    Memory: one float32 copy of the selected parameters.
+    """
+
+    def __init__(self, params):
+        super().__init__(auto_prefix=False)
+        self.params = ParameterTuple(params)
+        self.before = ParameterTuple([
+            Parameter(Tensor(np.zeros(p.shape, np.float32)), name="tbms_before." + p.name, requires_grad=False)
+            for p in params
+        ])
+        self.hyper_map = C.HyperMap()
+
+    @ms.jit
+    def construct(self):
+        return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, self.params))
+
+
+class UpdateRatio(nn.Cell):
+    """``construct() -> (ratio float32[n], norm_after float32[n])`` against a :class:`Snapshot`.
+
+    ratio_i = ||w_i(now) - w_i(snapshot)|| / ||w_i(snapshot)||: the real change made by the optimizer (Adam's
+    included), not lr * grad. A zero weight at the snapshot gives Inf (or NaN if it did not move either).
+    """
+
+    def __init__(self, snapshot):
+        super().__init__(auto_prefix=False)
+        if isinstance(snapshot, (list, tuple)):
+            snapshot = cached(Snapshot, snapshot)
+        self.params = snapshot.params
+        self.before = snapshot.before
+        self.hyper_map = C.HyperMap()
+        self._groups = norm_plan([p.shape for p in self.params])[0]
+
+    @ms.jit
+    def construct(self):
+        diff = ops.sqrt(square_sums(self.hyper_map(_difference, self.params, self.before), self._groups))
+        before = ops.sqrt(square_sums(self.before, self._groups))
+        after = ops.sqrt(square_sums(self.params, self._groups))
+        return diff / before, after

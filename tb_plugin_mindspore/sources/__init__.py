@@ -1,0 +1,13 @@
+"""Every way points come in: event files, MindSpore's ``*_MS`` files, rank files, TensorBoard's data provider.
+
+The one door is ``logdir.py``: a ``Sources`` per logdir answers ``series(run, tag)`` (a ``Timeline``: the final
+timeline, its restarts, its interval band by name), listings and freshness tokens; every reader of points holds one.
+Behind it, the readers (``event_series.py`` with ``series_store.py`` / ``pyramid.py``: every point of a run's event
+files; ``ms_files.py`` / ``ms_lineage.py`` / ``ms_logdir.py``: ``*_MS`` files; ``ms_provider.py``: them as a data
+provider merged with TensorBoard's; ``points.py``: every stored point through TensorBoard's provider;
+``clusters.py`` / ``cluster_ranks.py``: where clusters are, their rank files and ``rank_<k>`` folders), the
+listings and freshness tokens the answers are kept by (``series_cache.py``), and what a logdir holds or lacks
+(``logdir_status.py``, ``safe_view.py``).
+
+May import: ``io``, ``contract`` (with ``metadata``), ``landscape``, ``writing``; TensorBoard's data provider API.
+"""

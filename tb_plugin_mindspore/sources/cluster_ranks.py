@@ -1,0 +1,399 @@
+"""The ranks of one cluster read from disk and aligned: per-rank readers (rank files, rank folders of event files)
+and :class:`ClusterData`, whose ranks x steps matrices are built per field on first use.
+
+Every file is read incrementally (from the byte where the previous read stopped; a replaced or shortened file is
+read again from its start), so a live 1,024-rank job costs one ``stat`` per file when nothing changed. Matrices are
+aligned on the union of the ranks' recorded steps; a rank with no row at a step has a *missing* cell there (a hung
+or dead rank's row simply ends). FIFOs and other non-regular files are never opened.
+"""
+
+import itertools
+import os
+import stat
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import metadata
+from ..contract import rank_file
+from ..io import records
+
+SOURCE_RANK_FILES = "rank_files"
+SOURCE_RANK_FOLDERS = "rank_folders"
+_READ_CHUNK = 64 << 20
+_FIELDS = frozenset(metadata.RANK_FIELDS)
+
+# Scalar tags of rank folders that carry each field (ours first, then mindformers' and plain names).
+FOLDER_TAGS = {
+    "loss": (metadata.LOSS, "loss", "train/loss", "local_loss"),
+    "grad_norm": (metadata.GRAD_NORM, "grad-norm", "grad_norm", "global_norm", "train/grad_norm"),
+    "step_time_ms": (metadata.STEP_TIME_MS, "step_time_ms", "step-time", "step_time", "train/step_time_ms",
+                     "iteration-time"),
+    "data_wait_ms": (metadata.DATA_WAIT_MS, "data_wait_ms", "data/wait_ms"),
+    "host_memory_mb": (metadata.HOST_MEMORY_MB,),
+    "device_memory_mb": (metadata.DEVICE_MEMORY_MB,),
+    # mindformers' per-device values (TrainingStateMonitor): this device's own loss and gradient norm.
+    "local_loss": ("local_lm_loss", "device_accum_local_lm_loss"),
+    "local_grad_norm": ("device_local_norm",),
+}
+_TAG_FIELD = {tag: field for field, tags in FOLDER_TAGS.items() for tag in tags}
+_IDS = itertools.count(1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One rank
+class _Rank:
+    """Rows of one rank as read so far: ``steps``, ``walls``, ``values[field]`` (float32), plus its header."""
+
+    def __init__(self, rank, path):
+        self.rank = rank
+        self.path = path
+        self.header = {}
+        self.host = ""
+        self.local_rank = None
+        self.error = None
+        self._chunks = []
+        self._arrays = None
+        self._stamp = None
+
+    def stamp(self):
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self.error = "not a regular file"
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def arrays(self):
+        """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
+        row (a re-run into the same run folder)."""
+        if self._arrays is None:
+            self._arrays = self._build()
+        return self._arrays
+
+    def _set(self, steps, walls, columns):
+        steps = np.asarray(steps, dtype=np.int64)
+        if steps.size and not (steps.size < 2 or bool(np.all(steps[1:] > steps[:-1]))):
+            # last occurrence of each step wins
+            rev = steps[::-1]
+            _, first_rev = np.unique(rev, return_index=True)
+            keep = steps.size - 1 - first_rev
+            steps = steps[keep]
+            walls = np.asarray(walls, dtype=np.float64)[keep]
+            columns = {k: np.asarray(v, dtype=np.float32)[keep] for k, v in columns.items()}
+        return steps, np.asarray(walls, dtype=np.float64), columns
+
+
+class _RankFile(_Rank):
+    """A ``rank<k>.tbmsrank`` file, read from where the previous read stopped."""
+
+    def __init__(self, rank, path):
+        super().__init__(rank, path)
+        self._offset = 0
+        self._dtype = None
+
+    def reload(self):
+        stamp = self.stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        old = self._stamp
+        reset = old is not None and (stamp[0] != old[0] or stamp[1] < old[1])
+        if reset:
+            self._offset, self._dtype, self._chunks, self.header, self._arrays = 0, None, [], {}, None
+        self._stamp = stamp
+        try:
+            with open(self.path, "rb") as f:
+                if self._dtype is None:
+                    head = f.read(rank_file.MAX_HEADER_BYTES + 64)
+                    header, start = rank_file.parse_header(head)
+                    if header is None:
+                        self._stamp = None
+                        return False
+                    self.header = header
+                    self.host = str(header.get("host") or "")
+                    lr = header.get("local_rank")
+                    self.local_rank = lr if isinstance(lr, int) and not isinstance(lr, bool) else None
+                    self._dtype = rank_file.record_dtype(header["fields"])
+                    self._offset = start
+                f.seek(self._offset)
+                size = max(0, stamp[1] - self._offset)
+                size -= size % self._dtype.itemsize
+                data = f.read(min(size, _READ_CHUNK)) if size else b""
+        except (OSError, ValueError) as e:
+            self.error = str(e)[:200]
+            return False
+        self.error = None
+        records, used = rank_file.parse_records(data, self._dtype, 0)
+        if records.size:
+            self._chunks.append(records)
+            self._offset += used
+            self._arrays = None
+        if used < size:
+            self._stamp = None      # more to read next time
+        return bool(records.size) or reset
+
+    def _build(self):
+        if not self._chunks:
+            return self._set([], [], {})
+        rec = np.concatenate(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
+        self._chunks = [rec]
+        fields = [n for n in rec.dtype.names[2:] if n in _FIELDS]
+        return self._set(rec["step"], rec["wall_time"], {f: rec[f] for f in fields})
+
+
+class _RankFolder(_Rank):
+    """A folder of TensorBoard event files of one rank: the scalars of :data:`FOLDER_TAGS`, read incrementally."""
+
+    def __init__(self, rank, path):
+        super().__init__(rank, path)
+        self._files = {}       # name -> [offset, inode]
+        self._points = {}      # field -> ([steps], [walls], [values])
+
+    def stamp(self):
+        out = []
+        try:
+            for entry in os.scandir(self.path):
+                if "tfevents" in entry.name and entry.is_file():
+                    st = entry.stat()
+                    out.append((entry.name, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            return None
+        return tuple(sorted(out))
+
+    def reload(self):
+        from tensorboard.compat.proto import event_pb2
+
+        stamp = self.stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        changed = False
+        names = {name for name, _, _, _ in stamp}
+        replaced = any(state[1] != ino or size < state[0] for name, ino, size, _ in stamp
+                       for state in [self._files.get(name)] if state is not None)
+        if replaced or set(self._files) - names:
+            # a file replaced, shortened or removed: read the folder again from the start
+            self._files, self._points, self._arrays, changed = {}, {}, None, True
+        for name, ino, size, _ in stamp:
+            state = self._files.setdefault(name, [0, ino])
+            if size <= state[0]:
+                continue
+            try:
+                with open(os.path.join(self.path, name), "rb") as f:
+                    f.seek(state[0])
+                    buf = f.read(min(size - state[0], _READ_CHUNK))
+            except OSError as e:
+                self.error = str(e)[:200]
+                continue
+            offset = 0
+            try:
+                for _, nxt, data in records.read_records(buf):
+                    offset = nxt
+                    if data is None:
+                        continue
+                    event = event_pb2.Event()
+                    try:
+                        event.ParseFromString(data)
+                    except Exception:
+                        continue
+                    if not event.HasField("summary"):
+                        continue
+                    for value in event.summary.value:
+                        field = _TAG_FIELD.get(value.tag)
+                        if field is None:
+                            continue
+                        number = _scalar_of(value)
+                        if number is None:
+                            continue
+                        s, w, v = self._points.setdefault(field, ([], [], []))
+                        s.append(event.step)
+                        w.append(event.wall_time)
+                        v.append(number)
+                        changed = True
+            except records.RecordError as e:
+                self.error = str(e)[:200]
+            state[0] += offset
+            if state[0] < size and not self.error:
+                self._stamp = None      # more to read next time
+        if changed:
+            self._arrays = None
+        return changed
+
+    def _build(self):
+        if not self._points:
+            return self._set([], [], {})
+        steps = np.unique(np.concatenate([np.asarray(s, dtype=np.int64) for s, _, _ in self._points.values()]))
+        walls = np.full(steps.size, np.nan)
+        columns = {}
+        for field, (s, w, v) in self._points.items():
+            s = np.asarray(s, dtype=np.int64)
+            # last value written for a step wins
+            rev = s[::-1]
+            uniq, first_rev = np.unique(rev, return_index=True)
+            keep = s.size - 1 - first_rev
+            col = np.full(steps.size, np.nan, dtype=np.float32)
+            idx = np.searchsorted(steps, uniq)
+            col[idx] = np.asarray(v, dtype=np.float32)[keep]
+            walls[idx] = np.fmax(walls[idx], np.asarray(w, dtype=np.float64)[keep])
+            columns[field] = col
+        return steps, walls, columns
+
+
+def _scalar_of(value):
+    if value.HasField("simple_value"):
+        return float(value.simple_value)
+    if value.HasField("tensor"):
+        t = value.tensor
+        if t.float_val:
+            return float(t.float_val[0])
+        if t.double_val:
+            return float(t.double_val[0])
+        if t.tensor_content and t.dtype in (1, 2):
+            arr = np.frombuffer(t.tensor_content, dtype=np.float32 if t.dtype == 1 else np.float64)
+            return float(arr[0]) if arr.size == 1 else None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One cluster
+class ClusterData:
+    """The ranks of one cluster, aligned: ``steps`` (union), ``matrix(field)`` -> (ranks x steps float32, present).
+
+    ``ranks``: the rank objects ordered by node then rank. Build with :meth:`reload` (incremental)."""
+
+    def __init__(self, name, source, members):
+        self.name = name
+        self.source = source
+        cls = _RankFile if source == SOURCE_RANK_FILES else _RankFolder
+        self._ranks = {rank: cls(rank, path) for rank, path in members}
+        self._lock = threading.Lock()
+        self._aligned = None
+        self.version = 0
+        self.uid = next(_IDS)
+
+    @property
+    def token(self):
+        """Changes whenever the data changes, also across instances (a cache key part)."""
+        return (self.uid, self.version)
+
+    def set_members(self, members):
+        cls = _RankFile if self.source == SOURCE_RANK_FILES else _RankFolder
+        for rank, path in members:
+            if rank not in self._ranks or self._ranks[rank].path != path:
+                self._ranks[rank] = cls(rank, path)
+                self._aligned = None
+        for rank in set(self._ranks) - {r for r, _ in members}:
+            del self._ranks[rank]
+            self._aligned = None
+
+    def reload(self):
+        """Reads what is new; returns the data version (changes whenever anything changed)."""
+        with self._lock:
+            changed = False
+            for r in self._ranks.values():
+                changed = r.reload() or changed
+            if changed or self._aligned is None:
+                self._aligned = None
+                self.version += 1
+            return self.version
+
+    @property
+    def ranks(self):
+        return sorted(self._ranks.values(), key=lambda r: (r.host, r.rank))
+
+    def aligned(self):
+        """``(ranks, steps, walls, fields)`` aligned on the union of steps (cached until the data changes);
+        ``fields`` maps a field name to ``(ranks x steps float32 matrix, present mask)``, each built on first use."""
+        with self._lock:
+            if self._aligned is not None:
+                return self._aligned
+            ranks = self.ranks
+            per = [r.arrays() for r in ranks]
+            steps = _union([p[0] for p in per])
+            walls = np.full(steps.size, np.nan)
+            places = []
+            for s, w, _ in per:
+                place = _place(steps, s)
+                places.append(place)
+                if s.size:
+                    walls[place] = np.fmax(walls[place], w)
+            self._aligned = (ranks, steps, walls, _Fields(per, places, steps.size))
+            return self._aligned
+
+
+def _place(steps, s):
+    """Where the rows ``s`` of a rank go on the step axis: a slice when they are its first steps (the usual case:
+    every rank writes at the same steps, a stopped one a prefix of them), else their indices."""
+    n = s.size
+    if n <= steps.size and (n == 0 or (s[0] == steps[0] and s[-1] == steps[n - 1] and np.array_equal(s, steps[:n]))):
+        return slice(0, n)
+    return np.searchsorted(steps, s)
+
+
+class _Fields(Mapping):
+    """``{field: (matrix, present)}`` of an aligned cluster, each field's matrix built when first asked for."""
+
+    def __init__(self, per, places, n_steps):
+        self._per, self._places, self._n = per, places, n_steps
+        self._names = []
+        for _, _, cols in per:
+            self._names.extend(f for f in cols if f not in self._names)
+        self._built = {}
+        self._lock = threading.Lock()
+
+    def __len__(self):
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __contains__(self, field):
+        return field in self._names
+
+    def __getitem__(self, field):
+        if field not in self._names:
+            raise KeyError(field)
+        with self._lock:
+            if field not in self._built:
+                self._built[field] = self._build(field)
+            return self._built[field]
+
+    def _build(self, field):
+        mat = np.full((len(self._per), self._n), np.nan, dtype=np.float32)
+        present = np.zeros(mat.shape, dtype=bool)
+        for i, ((_, _, cols), place) in enumerate(zip(self._per, self._places)):
+            col = cols.get(field)
+            if col is None or not col.size:
+                continue
+            mat[i, place] = col
+            measured = ~np.isnan(col)
+            # NaN means "not measured" for timings and memory, and for a rank that never had the value (no
+            # MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN.
+            present[i, place] = measured if field in _NAN_MEANS_MISSING or not measured.any() else True
+        return mat, present
+
+
+def _union(arrays):
+    """The sorted union of sorted step arrays; ranks usually share one step axis, so equal arrays are merged once."""
+    distinct = []
+    for a in arrays:
+        if not a.size:
+            continue
+        for d in distinct:
+            if d.size == a.size and d[0] == a[0] and d[-1] == a[-1] and np.array_equal(d, a):
+                break
+        else:
+            distinct.append(a)
+    if not distinct:
+        return np.zeros(0, np.int64)
+    if len(distinct) == 1:
+        return distinct[0]
+    return np.unique(np.concatenate(distinct))
+
+
+# A NaN in these fields means "not measured" (no data wait before the first step, no device memory on CPU).
+_NAN_MEANS_MISSING = frozenset({"step_time_ms", "data_wait_ms", "host_memory_mb", "device_memory_mb",
+                                "device_limit_mb"})
