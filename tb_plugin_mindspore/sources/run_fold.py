@@ -17,6 +17,7 @@ Two layouts write one training into several folders, each of which TensorBoard l
 """
 
 import collections
+import logging
 import re
 import threading
 import time
@@ -24,8 +25,12 @@ import time
 import numpy as np
 from tensorboard.data import provider
 
+from . import series_cache
+
 PART = re.compile(r"^(?:(.*)/)?part_(\d+)$")
 FOLD_TTL_SECS = 2.0
+
+logger = logging.getLogger(__name__)
 
 Member = collections.namedtuple("Member", "run order main_tag key")
 Member.__doc__ = """A physical run in a logical one: ``order`` (part number, -1 for the parent folder itself);
@@ -180,7 +185,8 @@ class _FoldSource:
     """The current :class:`RunFold` of a provider. Each run's scalar tags are asked once (a folder that only may be
     an add_scalars key folder, and has no tag yet, again until it has one), so keeping the fold current costs one
     run listing per ``FOLD_TTL_SECS`` on a logdir of thousands of key folders; the fold is rebuilt only when the
-    runs or those tags change."""
+    runs or those tags change. When that listing is slow (``series_cache.STALE_MIN_COST_SECS``), requests get the
+    current fold while the next one is made in the background."""
 
     def __init__(self, inner, multiplexer=None, root_names=()):
         self._inner = inner
@@ -191,12 +197,36 @@ class _FoldSource:
         self._tags = {}          # physical run -> its scalar tags when it has exactly one, else ()
         self._settled = set()    # runs whose tags were seen (never asked again)
         self._at = None
+        self._cost = 0.0         # how long the last refresh took
+        self._refreshing = False
 
     def get(self, ctx=None, experiment_id=""):
         now = time.monotonic()
         with self._lock:
             if self._fold is not None and now - self._at < FOLD_TTL_SECS:
                 return self._fold
+            if self._fold is not None and self._cost >= series_cache.STALE_MIN_COST_SECS \
+                    and now - self._at < series_cache.STALE_MAX_SECS:
+                # a slow listing (thousands of folders): answer with the fold as it is while one new listing is
+                # made in the background (series_cache.TtlMemo does the same for the listings)
+                if not self._refreshing:
+                    self._refreshing = True
+                    threading.Thread(target=self._refresh_in_background, args=(ctx, experiment_id),
+                                     name="tb-mindspore-fold", daemon=True).start()
+                return self._fold
+        return self._refresh(ctx, experiment_id)
+
+    def _refresh_in_background(self, ctx, experiment_id):
+        try:
+            self._refresh(ctx, experiment_id)
+        except Exception:   # the next request refreshes it again
+            logger.debug("refreshing the run fold failed", exc_info=True)
+        finally:
+            with self._lock:
+                self._refreshing = False
+
+    def _refresh(self, ctx, experiment_id):
+        started = time.monotonic()
         if ctx is None:
             from tensorboard import context as tb_context
 
@@ -220,7 +250,8 @@ class _FoldSource:
             self._settled = settled & set(names)
             if self._fold is None or changed:
                 self._fold = RunFold(self._tags, self._roots)
-            self._at = now
+            self._at = time.monotonic()
+            self._cost = self._at - started
             return self._fold
 
     def _tags_of(self, ctx, eid, runs):
