@@ -13,6 +13,7 @@ Read by ``contract/vocabulary.py`` (tiers, the health rules' quantities, per-par
 Imports only the standard library.
 """
 
+import functools
 import re
 
 # tag -> (tier, axis label, unit). Tiers by name (metadata's constants are these strings).
@@ -69,17 +70,20 @@ CONFIG_KEYS = ("lr_schedule", "optimizer", "runner_wrapper", "runner_config", "m
 _TWIN = re.compile(r"^(?P<tag>.+?)(?:_vs_samples| vs samples)$")
 
 
+@functools.lru_cache(maxsize=1 << 16)   # the same tags come back for every rank and request
 def twin_of(tag):
     """The tag whose samples twin ``tag`` is (``loss_vs_samples`` -> ``loss``), else None."""
     m = _TWIN.match(tag)
     return m.group("tag") if m else None
 
 
+@functools.lru_cache(maxsize=1 << 16)   # the same tags come back for every rank and request
 def is_rank_tag(tag):
     """A per-device value (the Cluster section draws it per rank)."""
     return tag in RANK_TAGS or any(p.match(tag) for p in RANK_PATTERNS)
 
 
+@functools.lru_cache(maxsize=1 << 16)   # the same tags come back for every rank and request
 def table_of(tag):
     """``(prefix, row, column, index)`` of a table cell tag (``max_attention_logit/<param>/head_3``), else None."""
     for prefix in TABLES:

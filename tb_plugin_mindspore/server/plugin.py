@@ -215,7 +215,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
     def _serve_status(self, request):
         ctx, eid = self._ctx(request)
         try:
-            tags = self._view.tags(ctx, eid)
+            tags = self._view.shared_tags(ctx, eid)
         except Exception as e:
             if not _data_server_failed(e):
                 raise
