@@ -132,8 +132,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._samples = samples_axis.SamplesAxis(self._data_provider, self._cache)
         self._markers = markers.MarkerReader(self._sources.folders, self._cache)
         self._graphs = graphs.GraphReader(self._data_provider, self._cache, self._sources.ms)
-        # The status route's warnings walk every reader; under load one collection serves every caller for a second.
-        self._warnings = series_cache.TtlMemo()
+        # The status route's warnings walk every reader; under load one collection serves every caller for a second,
+        # and one that took seconds (thousands of folders) is kept longer and answered while the next is made.
+        self._warnings = series_cache.TtlMemo(adaptive=True)
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
         # The same configuration gives the page its thresholds (the contract route): TensorBoard's
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
