@@ -95,6 +95,8 @@ setup(
         "torch": ["torch>=2.1"],
         # Remote logdirs (s3:// and S3-compatible stores such as OBS); gs:// needs gcsfs, hdfs:// pyarrow.
         "remote": ["fsspec>=2023.1", "s3fs>=2023.1", "boto3"],
+        # bench/fuzz.py: coverage-guided fuzzing of the readers (wheels for CPython 3.11 on x86-64 Linux).
+        "fuzz": ["atheris>=2.3"],
         "test": ["pytest>=7", "pytest-xdist>=3.5", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
                  "tensorboardX>=2.6",
                  "fsspec>=2023.1", "s3fs>=2023.1", "boto3", "moto[server]>=5"],

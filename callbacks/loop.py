@@ -31,6 +31,9 @@ under their ``named_parameters()`` names (``loop_params.py`` over the torch-styl
             model.zero_grad()
 """
 
+import contextlib
+import time
+
 import numpy as np
 
 import mindspore as ms
@@ -306,6 +309,17 @@ class LoopMonitor:
         except Exception:
             self.monitor.error("step")
         return not self.monitor.stop_requested
+
+    @contextlib.contextmanager
+    def paused(self):
+        """``with mon.paused():`` around your own work between two steps (an evaluation, a checkpoint): its time
+        counts neither as waiting for data nor as step time, as ``Model.train`` leaves out the work between epochs
+        (an evaluation every few steps would otherwise read as an input-bound loop)."""
+        start = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.monitor.leave_out(time.perf_counter() - start)
 
     def scalar(self, tag, value, step=None):
         """Writes any other scalar (your own evaluation, e.g. ``diagnostic/eval/accuracy``) at ``step``."""

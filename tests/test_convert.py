@@ -308,6 +308,26 @@ def test_clear_errors(tmp_path, ms_fixtures, case):
     assert expected in message
 
 
+@pytest.mark.parametrize("text", [
+    "[" * 100000 + "]" * 100000,                                  # was RecursionError
+    '{"version": 2, "files": {"a_MS": {"offset": "12"}}}',        # was TypeError deep in the conversion
+    '{"version": 2, "files": {"a_MS": []}}',                     # was AttributeError
+    '{"version": 2, "files": {"a_MS": {"first_steps": {"scalar": {"loss": "x"}}}}}',
+    '{"version": 2, "files": {}, "runs": {"r": {"kinds": {"loss": 3}}}}',
+    '{"version": true, "files": {}}', "\xff\xfe", "", "{", '{"files": {}}' + "x",
+])
+def test_a_damaged_conversion_state_is_a_one_line_error(tmp_path, ms_fixtures, capsys, text):
+    src, out = tmp_path / "logs", tmp_path / "out"
+    ms_fixtures.copy_run("record", src)
+    out.mkdir()
+    (out / conv.STATE_NAME).write_bytes(text.encode("utf-8", "surrogateescape") if text != "\xff\xfe"
+                                        else b"\xff\xfe")
+    assert conv.main(["convert", str(src), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tb-mindspore convert: error: the conversion state "), err
+    assert "is damaged" in err[0] and "delete it to convert from scratch" in err[0]
+
+
 def test_command_line(tmp_path, ms_fixtures, capsys):
     src = tmp_path / "logs"
     ms_fixtures.copy_run("record", src)

@@ -49,10 +49,12 @@ class ActivationProbe:
     pass and back afterwards.
     """
 
-    def __init__(self, net, cells, samples):
+    def __init__(self, net, cells, samples, take_inputs=False):
         self.net = net
         self.cells = list(cells)
         self.samples = int(samples)
+        # take_inputs: keep each probed cell's inputs (a tuple of Tensors) instead of its output.
+        self.take_inputs = bool(take_inputs)
         # Only cells with no probed cell inside them are compiled: a compiled parent would run its probed children
         # inside its graph, where their hooks do not fire.
         probed = {id(c) for _, c in self.cells}
@@ -97,6 +99,9 @@ class ActivationProbe:
             net.set_train(was_training)
             if mode != ms.PYNATIVE_MODE:
                 ms.set_context(mode=mode)
+        if self.take_inputs:
+            return {name: tuple(t.asnumpy() if isinstance(t, Tensor) else t for t in captured[name])
+                    for name, _ in self.cells if name in captured}
         return {name: captured[name].asnumpy() for name, _ in self.cells if name in captured}
 
     def _forward(self, net, sliced, compiled):
@@ -106,6 +111,9 @@ class ActivationProbe:
 
         def hook_for(name):
             def hook(cell, hook_inputs, output):
+                if self.take_inputs:
+                    captured[name] = tuple(hook_inputs)
+                    return
                 while isinstance(output, (tuple, list)) and output:
                     output = output[0]
                 if isinstance(output, Tensor):

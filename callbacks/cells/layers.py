@@ -96,6 +96,21 @@ class LayerSelection:
             picked = [picked[i] for i in keep]
         return picked
 
+    def select_more(self, params):
+        """The parameters of ``params`` that match the selection's regexes (or have 2+ dimensions), without the
+        ``max_layers`` bound or touching ``truncated_from`` (frozen parameters, listed beside the trained ones)."""
+        out = []
+        for p in params:
+            if self.include is None:
+                if len(p.shape) < 2:
+                    continue
+            elif not self.include.search(p.name):
+                continue
+            if self.exclude is not None and self.exclude.search(p.name):
+                continue
+            out.append(p)
+        return out[:self.max_layers]
+
     def describe(self):
         return {
             "include": self.include.pattern if self.include is not None else None,

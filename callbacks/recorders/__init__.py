@@ -4,7 +4,7 @@ README's callbacks section).
 
 Built in, in the order they run: core (always), rank statistics (always, on every rank: ``rank_stats.py``),
 weight norms (``Diagnostic(weight_norms=True)``, default), the debug items' recorders (:data:`DEBUG_RECORDERS`:
-update ratio, per-layer gradient norms, activations, data wait; ``Debug(items=[...])``), evaluation (``eval=Eval(...)``),
+update ratio, per-layer gradient norms, activations, data wait, attention logits; ``Debug(items=[...])``), evaluation (``eval=Eval(...)``),
 live health (``health=LiveHealth()``, default), the flight recorder (``flight_recorder=100``), the user's own
 (``recorders=[...]``), run info (always, last: it writes what the others added to the run info at start, and the run
 end marker). The options are grouped in ``options.py``.
@@ -35,11 +35,13 @@ __all__ = ["Recorder", "StepRecord", "Interval", "RunContext", "Pipeline", "Moni
            "LiveHealth", "Ranks", "Storage"]
 
 from .activations import ActivationRecorder  # noqa: E402
+from .attention import AttentionLogitRecorder  # noqa: E402
 from .flight_recorder import FlightRecorder  # noqa: E402
 from .rank_stats import RankStatsRecorder  # noqa: E402
 
 # The recorders of the debug items (each names its row of ``contract.debug_items``), in the order they run.
-DEBUG_RECORDERS = (UpdateRatioRecorder, LayerGradRecorder, ActivationRecorder, DataWaitRecorder)
+DEBUG_RECORDERS = (UpdateRatioRecorder, LayerGradRecorder, ActivationRecorder, DataWaitRecorder,
+                   AttentionLogitRecorder)
 
 
 def default_recorders(settings, extra=()):

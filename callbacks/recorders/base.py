@@ -159,6 +159,12 @@ class RunContext:
     layer_params: List[Any] = field(default_factory=list)
     layer_names: List[str] = field(default_factory=list)
     layer_index: List[int] = field(default_factory=list)
+    # Parameters of the network the optimizer does not train (requires_grad=False, or not given to it) that the
+    # layer selection picks: listed in the weight-norm and update-ratio vectors after the trained layers, marked
+    # frozen (``frozen_why``: "requires_grad=False" or "not in the optimizer"); they have no gradient.
+    frozen_params: List[Any] = field(default_factory=list)
+    frozen_names: List[str] = field(default_factory=list)
+    frozen_why: List[str] = field(default_factory=list)
     probe_net: Any = None
     cb_params: Any = None
     info: Dict[str, Any] = field(default_factory=dict)

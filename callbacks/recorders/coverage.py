@@ -11,13 +11,14 @@ rate, weight norms or update ratios.
 __all__ = ["ITEMS", "asked_items", "coverage", "coverage_line"]
 
 ITEMS = ("loss", "learning_rate", "grad_norm", "weight_norms", "eval", "update_ratio", "layer_grad_norm",
-         "activations", "data_wait", "flight_recorder", "live_health", "skip")
+         "activations", "data_wait", "attention_logits", "flight_recorder", "live_health", "skip")
 
 # How the log line names an item.
 _LABELS = {"loss": "core/loss", "learning_rate": "core/learning_rate", "grad_norm": "core/grad_norm",
            "weight_norms": "diagnostic weight norms", "eval": "evaluation", "update_ratio": "debug update_ratio",
            "layer_grad_norm": "debug layer_grad_norm", "activations": "debug activations",
-           "data_wait": "debug data_wait", "flight_recorder": "flight recorder", "live_health": "live health",
+           "data_wait": "debug data_wait", "attention_logits": "debug attention_logits",
+           "flight_recorder": "flight recorder", "live_health": "live health",
            "skip": "on_anomaly='skip'"}
 
 _NO_PARAMS = ("no parameters to read: give the optimizer (optimizer=) or, for a torch-style module, network= or "

@@ -215,6 +215,7 @@ class LiveHealthRecorder(Recorder):
             w = self.ctx.writer
             if w is not None:
                 w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
+            self.ctx.pipeline.notify(event)
             self.events.append(event)
             did = _ACTION_WORDS.get(action, "")
             if checkpoint and action != "checkpoint":

@@ -24,6 +24,7 @@ from tb_plugin_mindspore.writing.writer import check_sizes
 
 from ..cells.layers import DEFAULT_MAX_LAYERS, LayerSelection
 from ..common.model_kinds import is_torch_style_module, not_a_cell
+from .notify import parse_notify
 
 __all__ = ["Debug", "Diagnostic", "Eval", "Layers", "LiveHealth", "Ranks", "Storage", "ANOMALY_ACTIONS",
            "DEBUG_ITEMS", "LIVE_HEALTH_DEFAULTS", "check_int", "from_keywords"]
@@ -217,11 +218,20 @@ class LiveHealth(_Options):
         ``"skip"`` (the update of a step whose gradient norm is non-finite or spiking is not applied),
         ``"checkpoint"``, or a tuple of them; default ``("log",)``.
       checkpoint_dir: where ``"checkpoint"`` saves (default ``<logdir>/checkpoints``).
+      notify: webhooks each live finding is posted to (``recorders/notify.py``: URLs, ``"env:VAR"``, dicts with
+        ``url`` / ``url_env``, ``format``, ``secret``, ``timeout``, ``retries``); also taken from
+        ``thresholds["notify"]`` (the previous release's ``live_health={"notify": [...]}``).
     """
 
-    _FIELDS = ("thresholds", "on_anomaly", "checkpoint_dir")
+    _FIELDS = ("thresholds", "on_anomaly", "checkpoint_dir", "notify")
 
-    def __init__(self, thresholds=None, on_anomaly=("log",), checkpoint_dir=None):
+    def __init__(self, thresholds=None, on_anomaly=("log",), checkpoint_dir=None, notify=None):
+        if isinstance(thresholds, dict) and "notify" in thresholds:
+            if notify is not None:
+                raise ValueError("notify given both as LiveHealth(notify=) and in thresholds; give it once")
+            thresholds = dict(thresholds)
+            notify = thresholds.pop("notify")
+        self.notify = tuple(parse_notify(notify))
         self.thresholds = parse_live_health(True if thresholds is None else thresholds)
         if self.thresholds is None:
             raise ValueError("LiveHealth(thresholds=) must be a dict of thresholds; turn live health off with "

@@ -19,9 +19,10 @@ import weakref
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
 
+from ..common.model_kinds import is_cell
 from ..common.util import detect_rank, logger
 from .live_health import guard_settings
-from .base import HostInterval, RunContext, StepRecord, due
+from .base import HostInterval, Recorder, RunContext, StepRecord, due
 from .events import json_value
 from .source import parameter_table
 
@@ -29,6 +30,39 @@ __all__ = ["Pipeline"]
 
 _ACTIVE = weakref.WeakSet()        # pipelines of runs in progress (marked interrupted on SIGINT / SIGTERM)
 _SIGNALS_DONE = set()
+
+
+# The clock of the cost of recording (core/monitor_cpu_ms): the training thread's CPU time.
+_monitor_clock = time.thread_time
+
+# Parameters of the network that are state, not weights (BatchNorm's moving statistics): never "frozen layers".
+_STATE_PARAMS = ("moving_mean", "moving_variance")
+
+
+def network_of(ctx):
+    """The forward network (with its loss) of the run: the training cell's ``network``, or the loop's ``network=``;
+    None when neither is known."""
+    cell = ctx.cell
+    net = getattr(cell, "network", None) if cell is not None else None
+    return net if net is not None else ctx.probe_net
+
+
+def frozen_layers(network, trained, selection):
+    """``(params, reasons)``: the parameters of ``network`` the optimizer does not train (``requires_grad=False``,
+    or left out of the optimizer) that the layer selection picks, in network order; the monitoring's own
+    (``tbms_*``) and BatchNorm's moving statistics are left out. One pass over the parameter list at start."""
+    if network is None or not is_cell(network):
+        return [], []      # a torch-style module's frozen tensors are not listed
+    try:
+        params = list(network.get_parameters())
+    except Exception:
+        return [], []
+    trained_ids = {id(p) for p in trained}
+    trained_names = {p.name for p in trained}
+    candidates = [p for p in params if id(p) not in trained_ids and p.name not in trained_names
+                  and not p.name.startswith("tbms_") and not p.name.endswith(_STATE_PARAMS)]
+    picked = selection.select_more(candidates)
+    return picked, ["requires_grad=False" if not p.requires_grad else "not in the optimizer" for p in picked]
 
 
 class Pipeline:
@@ -39,6 +73,7 @@ class Pipeline:
         self.recorders_for = recorders_for
         self.owner = owner
         self.writer = None
+        self.notifier = None
         self.errors = 0
         self._reset()
 
@@ -63,14 +98,48 @@ class Pipeline:
         self._time_steps = 0
         self._wait_ms = None
         self._last_outputs = self._last_inputs = None
+        self._hooked = {}
+        self._hooked_for = None
+        # The CPU time of recording the points (the evaluation left out) on the training thread since the last core
+        # point, per step: core/monitor_cpu_ms, which other processes on the machine do not inflate.
+        self._monitor_cpu = 0.0
 
     @property
     def wants_step_begin(self):
-        return any(r.wants_step_begin for r in self.recorders)
+        """Whether a recorder asks for ``step_begin`` (its ``on_step_begin``, or the data wait it measures)."""
+        return bool(self._subscribers("wants_step_begin"))
+
+    def _subscribers(self, hook):
+        """The recorders that define ``hook`` (those that inherit ``Recorder``'s empty one are left out: a step
+        then makes no call for nothing); for ``on_step_begin`` only those with ``wants_step_begin``;
+        ``"wants_step_begin"``: those that set it. Worked out once per list of recorders."""
+        if self._hooked_for is not self.recorders:
+            self._hooked, self._hooked_for = {}, self.recorders
+        found = self._hooked.get(hook)
+        if found is None:
+            if hook == "wants_step_begin":
+                found = [r for r in self.recorders if r.wants_step_begin]
+            else:
+                base = getattr(Recorder, hook, None)
+                found = [r for r in self.recorders
+                         if not isinstance(r, Recorder) or hook in vars(r) or getattr(type(r), hook, None) is not base]
+            if hook == "on_step_begin":
+                found = [r for r in found if r.wants_step_begin]
+            self._hooked[hook] = found
+        return found
 
     def request_stop(self, reason=""):
         self.stop_requested = True
         self.stop_reason = self.stop_reason or str(reason)
+
+    def notify(self, event):
+        """Posts a live health event to the webhooks of ``LiveHealth(notify=[...])`` (a background thread;
+        never blocks, never raises)."""
+        if self.notifier is not None:
+            try:
+                self.notifier.post(event)
+            except Exception:
+                pass
 
     def error(self, where):
         self.errors += 1
@@ -78,7 +147,7 @@ class Pipeline:
             logger.exception("tb-mindspore: %s failed at %s; training continues", self.owner, where)
 
     def _call(self, hook, *args, recorders=None):
-        for r in self.recorders if recorders is None else recorders:
+        for r in self._subscribers(hook) if recorders is None else recorders:
             try:
                 getattr(r, hook)(*args)
             except Exception:
@@ -107,6 +176,10 @@ class Pipeline:
         if writes and self.writer is None:
             self.writer = SummaryWriter(logdir, flush_secs=s.flush_secs, max_queue=s.max_queue,
                                         max_file_bytes=s.max_file_bytes, max_run_bytes=s.max_run_bytes)
+        if writes and s.notify and self.notifier is None:
+            from .notify import Notifier   # lazy: only runs that post to webhooks start its thread
+
+            self.notifier = Notifier(s.notify, run=logdir)
         install_signal_handlers()
         _install_interrupt_marker()
         self.active = True
@@ -140,7 +213,11 @@ class Pipeline:
         if layers.truncated_from:
             logger.info("tb-mindspore: %d parameters match the layer selection; keeping %d evenly spaced ones "
                         "(raise max_layers or narrow layers_include)", layers.truncated_from, len(ctx.layer_params))
-        if not ctx.layer_params:
+        ctx.frozen_params, ctx.frozen_why = frozen_layers(network_of(ctx), params, layers)
+        ctx.frozen_names = [p.name for p in ctx.frozen_params]
+        if ctx.frozen_names:
+            ctx.info["frozen_layers"] = [{"name": n, "why": w} for n, w in zip(ctx.frozen_names, ctx.frozen_why)]
+        if not ctx.layer_params and not ctx.frozen_params:
             logger.warning("tb-mindspore: no parameter matches the layer selection %s; per-layer series are off",
                            layers.describe())
 
@@ -177,6 +254,12 @@ class Pipeline:
         elif self.active:
             self.begin_time = time.perf_counter()
 
+    def leave_out(self, seconds):
+        """``seconds`` of work between two steps that is neither waiting for data nor step time (a loop's own
+        evaluation or checkpoint, as ``Model.train``'s work between epochs)."""
+        if self.active and self.prev_time is not None:
+            self.prev_time += float(seconds)
+
     def step_begin(self, step, data_wait=True):
         """Before the step(s) ending at ``step`` run: the data wait, and the recorders' ``on_step_begin`` (their time
         is monitoring, kept out of the step time)."""
@@ -185,7 +268,7 @@ class Pipeline:
         now = time.perf_counter()
         if data_wait and self.prev_time is not None:
             self._wait_ms = (now - self.prev_time) * 1000.0
-        self._call("on_step_begin", int(step), recorders=[r for r in self.recorders if r.wants_step_begin])
+        self._call("on_step_begin", int(step))
         if self.prev_time is not None:
             self.prev_time += time.perf_counter() - now
 
@@ -248,6 +331,13 @@ class Pipeline:
                                     inputs=self._last_inputs, outputs=self._last_outputs))
 
     def _points(self, record):
+        cpu = _monitor_clock()
+        try:
+            self._record_points(record)
+        finally:
+            self._monitor_cpu += _monitor_clock() - cpu
+
+    def _record_points(self, record):
         step = record.step
         if "core" in record.due:
             self._read_core(record)
@@ -266,7 +356,10 @@ class Pipeline:
         for kind in ("diagnostic", "eval"):
             if kind in record.due:
                 self.last[kind] = step
+                cpu = _monitor_clock()
                 self._call("on_point", dataclasses.replace(record, due=frozenset([kind])))
+                if kind == "eval":     # the user's evaluation, not the cost of recording
+                    self._monitor_cpu -= _monitor_clock() - cpu
 
     def _read_core(self, record):
         record.first_step = self.last["core"] + 1
@@ -283,6 +376,19 @@ class Pipeline:
             self._times.reset()
             self._time_total = 0.0
             self._time_steps = 0
+        self._write_monitor_cpu(record.step, record.step - record.first_step + 1)
+
+    def _write_monitor_cpu(self, step, steps):
+        """core/monitor_cpu_ms: the CPU time per step that recording the points took on the training thread since
+        the last core point (this point's own work counts in the next interval; work on other threads, the writer's
+        or MindSpore's, is not in it, nor the fixed cost of every step, which is
+        measured apart in BENCHMARKS.md)."""
+        if steps > 0 and self.writer is not None:
+            try:
+                self.writer.scalar(metadata.MONITOR_CPU_MS, max(self._monitor_cpu, 0.0) * 1000.0 / steps, step)
+            except Exception:
+                self.error("monitor CPU time")
+        self._monitor_cpu = 0.0
 
     def _write_compile_ms(self, step):
         """One value per step of the one-off time spent there (first step and first debug point may coincide)."""
@@ -334,6 +440,9 @@ class Pipeline:
         _ACTIVE.discard(self)
         self.active = False
         self._call("close")
+        notifier, self.notifier = self.notifier, None
+        if notifier is not None:
+            notifier.close()
         writer, self.writer = self.writer, None
         if writer is not None:
             try:
@@ -348,13 +457,16 @@ def _run_end_value(marker):
 
 def _install_interrupt_marker(signals=(signal.SIGINT, signal.SIGTERM)):
     """On SIGINT / SIGTERM, every run in progress gets an "interrupted" end marker, then the previous handler runs
-    (the writer's, which writes everything out). Main thread only, once per process."""
+    (the writer's, which writes everything out). Main thread only, once per process. A signal the process ignores
+    gets no handler: the marker would say "interrupted" while training goes on."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in signals:
         if sig in _SIGNALS_DONE:
             continue
         previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:
+            continue    # ignored by the process (a background job's SIGINT): it ends nothing, so no end marker
 
         def handler(signum, frame, _previous=previous):
             for p in list(_ACTIVE):

@@ -5,6 +5,9 @@ Each rank writes only what it measured itself, through a background thread: a ra
 adding rows (its row in the cluster view ends), it never makes another rank wait. Per step the training thread adds
 two numbers the monitor already measured; every ``collect_freq`` steps it reads the process memory and queues one
 44-byte row; the file write happens on the thread (a slow or full disk drops rows, counted, never blocks a step).
+One process writes a rank file: the writer holds an exclusive lock on it (``flock``), and a second process given the
+same run folder and rank (two jobs started into one folder) warns once and writes no rows, so the reader never sees
+two writers' rows interleaved.
 
 Memory: host memory is the resident set size of the process (``/proc/self/statm``; ``None`` where there is no
 ``/proc``); device memory is what MindSpore's allocator reports through ``mindspore.runtime.memory_allocated()``, with the
@@ -26,6 +29,7 @@ import numpy as np
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.contract import rank_file
 from tb_plugin_mindspore.io import fs
+from tb_plugin_mindspore.writing import write_faults
 
 from ..common.util import logger
 from .base import Recorder
@@ -38,6 +42,26 @@ __all__ = ["RankStats", "RankStatsRecorder", "MemoryProbe", "LiveMemoryWatch", "
 _MB = 1024.0 * 1024.0
 _DROP_WARN_SECS = 30.0
 UPLOAD_SECS = 10.0        # a remote run folder: seconds between two uploads of a rank's staged file
+
+
+class RankFileBusy(Exception):
+    """Another process holds the lock of this rank file."""
+
+
+def _lock(fd):
+    """Takes the exclusive lock of the open rank file ``fd`` without waiting; False when another process holds it.
+    Where locks are not supported (some network file systems, no ``fcntl``) the file is written unlocked."""
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def rank_file_path(run_dir, rank):
@@ -173,6 +197,7 @@ class RankStats:
         if rank >= rank_size:
             raise ValueError("rank %d is outside 0..%d" % (rank, rank_size - 1))
         self.path = rank_file_path(run_dir, rank)
+        self.run_dir = str(run_dir)
         # A remote run folder (s3://...): the rows go to a local staging file, uploaded whole every
         # UPLOAD_SECS and at close (object stores cannot append; the file is small: 44 bytes a row).
         self.remote = None
@@ -244,7 +269,13 @@ class RankStats:
             self._thread.start()
 
     def _open(self):
+        """The rank file, open for appending and locked for this process; raises :class:`RankFileBusy` when
+        another process holds it (two jobs given the same run folder: their rows would interleave)."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if not _lock(fd):
+            os.close(fd)
+            raise RankFileBusy(self.path)
         head = rank_file.header_bytes(self.header())
         # The same rank written again into the same run (a re-run, a resume): append after a compatible header.
         try:
@@ -254,8 +285,8 @@ class RankStats:
                 head = b""
         except (OSError, ValueError):
             pass
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if head else 0), 0o644)
         if head:
+            os.ftruncate(fd, 0)       # only now: the lock says no other process is writing it
             os.write(fd, head)
         return fd
 
@@ -271,10 +302,16 @@ class RankStats:
                 os.write(fd, item)
                 if self.remote is not None and time.monotonic() - self._uploaded >= UPLOAD_SECS:
                     self._upload()
+            except RankFileBusy as e:
+                self.failed = e
+                logger.warning("tb-mindspore: rank %d statistics: another process is writing %s (two jobs given the "
+                               "same run folder?); this one records no per-rank statistics. Give each job its own "
+                               "run folder", self.rank, self.path)
+                break
             except OSError as e:
                 self.failed = e
-                logger.warning("tb-mindspore: rank %d statistics stopped: cannot write %s: %s", self.rank,
-                               self.path, e)
+                write_faults.report(self.path, e, "rank %d statistics (%s)" % (self.rank, self.path),
+                                    scope=self.run_dir)
                 break
         if fd is not None:
             try:
@@ -428,6 +465,7 @@ class RankStatsRecorder(Recorder):
         event = metadata.health_event(rule, severity, step, first_step=first_step, message=message, advice=advice,
                                       source="live")
         w.value(json_value(metadata.HEALTH_EVENT, metadata.KIND_HEALTH_EVENT, event), step)
+        self.ctx.pipeline.notify(event)
         logger.warning("tb-mindspore: %s", message)
 
     def on_end(self, status):

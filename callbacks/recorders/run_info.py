@@ -3,11 +3,13 @@ TensorBoard's HParams, the ``experiments.md`` registry line, and the run end mar
 
 import json
 import os
+import re
 import time
 
 import numpy as np
 
 from tb_plugin_mindspore import metadata
+from tb_plugin_mindspore.writing import write_faults
 from tb_plugin_mindspore import __version__ as plugin_version
 
 from ..common.util import cb_get, logger, lr_groups
@@ -15,6 +17,7 @@ from ..common.run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from ..common.model_kinds import is_ms_optimizer, is_torch_style_optimizer
 from .base import Recorder
 from .coverage import coverage, coverage_line
+from .pipeline import network_of
 from .events import json_value
 
 __all__ = ["RunInfoRecorder", "lr_config", "LR_CHANGING_CALLBACKS"]
@@ -84,6 +87,37 @@ def lr_config(optimizer, callbacks=()):
     return out
 
 
+_NORM_CELL = re.compile(r"(BatchNorm|LayerNorm|GroupNorm|InstanceNorm|RMSNorm|RmsNorm)")
+
+
+def optimizer_eps(optimizer):
+    """The optimizer's epsilon (Adam's denominator term) as a float, or None when it has none."""
+    eps = getattr(optimizer, "eps", None) if optimizer is not None else None
+    if eps is None:
+        return None
+    try:
+        value = float(np.asarray(eps.asnumpy() if hasattr(eps, "asnumpy") else eps, dtype=np.float64).reshape(-1)[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return value if np.isfinite(value) else None
+
+
+def normalisation_cells(network):
+    """``{cell class: count}`` of the normalisation layers in ``network`` (``{}`` when none, None when the
+    network is not known): what the health rules weigh before blaming depth for vanishing gradients."""
+    if network is None:
+        return None
+    try:
+        names = [type(cell).__name__ for _, cell in network.cells_and_names()]
+    except Exception:
+        return None
+    out = {}
+    for name in names:
+        if _NORM_CELL.search(name):
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
 def optimizer_kind(optimizer):
     """``"mindspore"`` (an ``nn.Optimizer``), ``"torch-style"`` (``param_groups``), ``"other"`` or None."""
     if optimizer is None:
@@ -147,7 +181,12 @@ class RunInfoRecorder(Recorder):
             "debug": {"items": list(s.debug), "freq": s.debug_freq,
                       "activation_cells": ctx.info.pop("activation_cells", [])},
             "layers": dict(s.layers.describe(), selected=len(ctx.layer_names),
-                           matched=s.layers.truncated_from or len(ctx.layer_names)),
+                           matched=s.layers.truncated_from or len(ctx.layer_names), frozen=len(ctx.frozen_names)),
+            "normalisation": normalisation_cells(network_of(ctx)),
+            "optimizer_eps": optimizer_eps(ctx.optimizer),
+            "layer_sizes": {n: int(np.prod(p.shape)) if len(p.shape) else 1
+                            for n, p in zip(list(ctx.layer_names) + list(ctx.frozen_names),
+                                            list(ctx.layer_params) + list(ctx.frozen_params))},
             # Shapes of the layers (what `tb-mindspore compare` checks a layer mapping against).
             "layer_shapes": {p.name: [int(n) for n in p.shape] for p in ctx.layer_params},
             "hparams": self.hparams,
@@ -207,4 +246,4 @@ class RunInfoRecorder(Recorder):
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            logger.warning("tb-mindspore: could not append to the registry %s: %s", path, e)
+            write_faults.report(path, e, "appending to the registry %s" % path, scope=s.logdir)

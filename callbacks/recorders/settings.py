@@ -70,6 +70,7 @@ class MonitorSettings:
         self.live_health = health.thresholds if health is not None else None
         self.on_anomaly = health.on_anomaly if health is not None else ("log",)
         self.checkpoint_dir = health.checkpoint_dir if health is not None else None
+        self.notify = health.notify if health is not None else ()
 
         storage = _group("storage", storage, Storage)
         self.flush_secs, self.max_queue, self.registry = storage.flush_secs, storage.max_queue, storage.registry

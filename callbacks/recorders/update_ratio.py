@@ -22,9 +22,11 @@ class UpdateRatioRecorder(Recorder):
         self.pending = False
         self.first = True
         self.snapshot = self.ratio = None
-        if ctx.layer_params:
-            self.snapshot = cached(Snapshot, ctx.layer_params)
-            self.ratio = cached(UpdateRatio, ctx.layer_params)
+        self.params = list(ctx.layer_params) + list(ctx.frozen_params)    # frozen ones after the trained ones
+        self.names = list(ctx.layer_names) + list(ctx.frozen_names)
+        if self.params:
+            self.snapshot = cached(Snapshot, self.params)
+            self.ratio = cached(UpdateRatio, self.params)
 
     def on_step_begin(self, step):
         """Before the step(s) ending at ``step`` run: keep the weights if a debug point falls in them (the first
@@ -42,5 +44,6 @@ class UpdateRatioRecorder(Recorder):
         if "debug" not in r.due or not self.pending or self.ctx.writer is None:
             return
         ratio, _ = self.ratio()
-        self.ctx.writer.layers(metadata.UPDATE_RATIO_LAYERS, self.ctx.layer_names, ratio.asnumpy(), r.step)
+        self.ctx.writer.layers(metadata.UPDATE_RATIO_LAYERS, self.names, ratio.asnumpy(), r.step,
+                               frozen=self.ctx.frozen_names)
         self.pending = False

@@ -22,6 +22,13 @@ def all_weight_norms(ctx):
     return np.asarray(cached(WeightNorms, params)().asnumpy(), dtype=np.float64)
 
 
+def frozen_norms(ctx):
+    """L2 norms of the frozen layers (``ctx.frozen_params``; float64 numpy), or None when there are none."""
+    if not ctx.frozen_params:
+        return None
+    return np.asarray(cached(WeightNorms, list(ctx.frozen_params))().asnumpy(), dtype=np.float64)
+
+
 class WeightNormRecorder(Recorder):
     """``diagnostic/weight_norm`` and ``diagnostic/layer_weight_norm``."""
 
@@ -42,5 +49,10 @@ class WeightNormRecorder(Recorder):
         self.ctx.shared["weight_norms"] = {"step": r.step, "norms": norms,
                                            "names": list(self.ctx.param_names)}
         w.scalar(metadata.WEIGHT_NORM_GLOBAL, math.sqrt(float(np.sum(norms * norms))), r.step)
-        if self.ctx.layer_names:
-            w.layers(metadata.WEIGHT_NORM_LAYERS, self.ctx.layer_names, norms[self.ctx.layer_index], r.step)
+        frozen = frozen_norms(self.ctx)
+        if self.ctx.layer_names or frozen is not None:
+            values = norms[self.ctx.layer_index]
+            if frozen is not None:
+                values = np.concatenate([values, frozen])
+            w.layers(metadata.WEIGHT_NORM_LAYERS, self.ctx.layer_names + self.ctx.frozen_names, values, r.step,
+                     frozen=self.ctx.frozen_names)

@@ -24,7 +24,7 @@ from ..sources import series_cache
 from ..sources.cluster_ranks import (  # noqa: F401
     _NAN_MEANS_MISSING, SOURCE_RANK_FILES, SOURCE_RANK_FOLDERS, ClusterData,
 )
-from ..sources.clusters import DISCOVERY_TTL_SECS, Registry, discover
+from ..sources.clusters import DISCOVERY_TTL_SECS, Registry, discover, problems_of
 from .layers import ENCODING, MISSING_BITS, merge_columns
 
 DEFAULT_MAX_STEPS = 1000
@@ -122,6 +122,14 @@ class ClusterReader:
                         "last_step": int(steps[-1]) if steps.size else None})
         return {"clusters": out}
 
+    def problems(self):
+        """``status`` warnings: every rank file refused, records left out, rows let go (``clusters.problems_of``)."""
+        out = []
+        for run in sorted(self._clusters()):
+            data, _ = self._data(run)
+            out += problems_of(data, self.logdir, run)
+        return out
+
     def matrix(self, run, metric, max_steps=DEFAULT_MAX_STEPS):
         """JSON text of one metric as a ranks x steps heatmap (the ``layers`` route's matrix format)."""
         if metric not in METRICS:
@@ -149,7 +157,8 @@ class ClusterReader:
         for i, r in enumerate(ranks):
             nodes.setdefault(r.host, []).append(i)
             rows.append(dict({"rank": r.rank, "node": r.host, "local_rank": r.local_rank,
-                              "label": "rank %d" % r.rank}, **status[i]))
+                              "label": "rank %d" % r.rank + (" (refused)" if r.refused else ""),
+                              "refused": r.refused}, **status[i]))
         body = {
             "run": run, "metric": metric, "source": data.source, "display_name": title, "unit": unit,
             "scale": scale, "ranks": rows,

@@ -4,17 +4,22 @@ Each warning is ``{"run", "file", "offset", "reason"}`` (``file`` relative to th
 both ``None`` where the data came through TensorBoard's loader, which does not say), plus ``"tag"`` and ``"step"``
 for a left-out record of one series. Sources, each isolated (one that fails is logged and the others still count):
 
-* damaged records and unreadable files among MindSpore's ``*_MS`` files (``Sources.warnings``);
+* TensorBoard's own reloading stopped, replaced, or failing now (``reload_watch.ReloadWatch.warnings``);
+* damaged records and unreadable files among MindSpore's ``*_MS`` files, and among the event files when the
+  plugin's own event reader is the provider (``report``) (``Sources.warnings``);
+* per-rank statistics files refused (and why), their records left out, rows let go (``ClusterReader.problems``);
 * files no reader may open (FIFOs, sockets, symbolic link loops) and event files whose record framing breaks
   TensorBoard's loaders (``LogdirStatus.file_warnings``);
 * our plugin's series whose content is unreadable (bad JSON, hostile nesting, a newer format);
 * malformed landscape records and run information records (``LandscapeReader.problems``,
-  ``RunInfoReader.problems``).
+  ``RunInfoReader.problems``);
+* health events and run end markers that cannot be read (``health.sources.json_problems``).
 """
 
 import logging
 
 from .. import metadata
+from ..health import sources as health_sources
 from ..sources import mindformers_files
 
 logger = logging.getLogger(__name__)
@@ -58,19 +63,24 @@ def mindformers_problems(sources):
     return list(by_file.values())
 
 
-def collect(sources, status, landscapes, run_infos, provider_ok=True):
+def collect(sources, status, landscapes, run_infos, provider_ok=True, clusters=None, reloading=None):
     """Every warning for the ``status`` route, at most ``MAX_WARNINGS``: from ``sources`` (a ``Sources`` bound to
-    the request), ``status`` (``logdir_status.LogdirStatus``), ``landscapes`` (``landscapes.LandscapeReader``) and
-    ``run_infos`` (``run_info.RunInfoReader``); ``provider_ok`` False when TensorBoard's data server is gone (only
-    what the plugin reads itself is asked then)."""
+    the request), ``status`` (``logdir_status.LogdirStatus``), ``landscapes`` (``landscapes.LandscapeReader``),
+    ``run_infos`` (``run_info.RunInfoReader``), ``clusters`` (``cluster.ClusterReader``) and ``reloading`` (the
+    ``reload_watch.ReloadWatch`` of TensorBoard's Python loader, None under the fast one); ``provider_ok`` False
+    when TensorBoard's data server is gone (only what the plugin reads itself is asked then)."""
     ctx, eid = sources.ctx, sources.experiment_id
-    found_in = [("MindSpore summary files", sources.warnings), ("files under the logdir", status.file_warnings)]
+    found_in = [("TensorBoard's reloading", reloading.warnings)] if reloading is not None else []
+    found_in += [("summary and event files", sources.warnings), ("files under the logdir", status.file_warnings)]
+    if clusters is not None:
+        found_in.append(("rank files", clusters.problems))
     if sources.folders is not None:
         found_in.append(("mindformers files", lambda: mindformers_problems(sources)))
     if provider_ok:
         found_in.append(("plugin content", lambda: content_problems(sources)))
         found_in.append(("landscapes", lambda: landscapes.problems(ctx, eid)))
         found_in.append(("run information", lambda: run_infos.problems(ctx, eid)))
+        found_in.append(("health events", lambda: health_sources.json_problems(sources)))
     out, seen = [], set()
     for name, source in found_in:
         try:

@@ -100,12 +100,15 @@ class DataView:
         """The ``tags`` route's answer (``encode.Gzipped``): on thousands of runs, TensorBoard's own JSON encoding of
         the entries (``json_util.Cleanse`` walks every one) would cost more than building them."""
         return self._names.get(("tags_answer", eid, run), lambda: encode.Gzipped(encode.dumps(
-            {"tiers": list(metadata.TIERS), "runs": self.shared_tags(ctx, eid, run)})))
+            {"tiers": list(metadata.TIERS), "runs": self.tags(ctx, eid, run)})))
 
-    def shared_tags(self, ctx, eid, run=None):
-        """:meth:`tags`, built once for the requests of the same second (the ``tags`` and ``status`` routes of a
-        page both want it)."""
-        return self._names.get(("tags", eid, run), lambda: self.tags(ctx, eid, run))
+    def tags_summary(self, ctx, eid):
+        """``(runs with any series, whether any run has scalars)`` for the ``status`` route, shared like the other
+        answers: rebuilding every run's tag table on each status request cost that route most of its time."""
+        def summary():
+            tags = self.tags(ctx, eid)
+            return len(tags), any(entries for tiers in tags.values() for entries in tiers.values())
+        return self._names.get(("tags_summary", eid), summary)
 
     def runs(self, ctx, eid):
         """Runs that hold scalars, histograms or our plugin's data, sorted by name."""

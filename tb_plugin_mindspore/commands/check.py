@@ -52,7 +52,6 @@ def _error(message):
 def run_check(args):
     # lazy: start-up cost (the rules and the readers load only when `check` runs, not for `tb-mindspore --help`)
     from ..health import engine, settings
-    from ..sources import safe_view
     from . import logdir_check
 
     if args.list_rules:
@@ -79,12 +78,12 @@ def run_check(args):
         return _error("no such logdir: %s%s" % (path, hint))
     if not fs.isdir(path):
         return _error("not a folder: %s" % path)
-
-    problems = safe_view.problems(path)
-    for p in problems:  # files left out or read only in part: on stderr, so the JSON on stdout stays as it is
-        where = "" if p["offset"] is None else " at byte %d" % p["offset"]
-        print("%s check: warning: %s%s: %s" % (PROG, p["file"], where, p["reason"]), file=sys.stderr)
-    result = logdir_check.report(path, config, problems=problems)   # runs as the tab names them, on every core
+    result = logdir_check.report(path, config)   # runs as the tab names them, on every core
+    for w in result.get("warnings", ()):   # records and files left out: on stderr too (the JSON keeps them)
+        where = " at byte %d" % w["offset"] if w.get("offset") else ""
+        print("%s check: warning: %s%s: %s" % (PROG, w["file"], where, w["reason"]), file=sys.stderr)
+    if not result.get("warnings"):
+        result.pop("warnings", None)
     if not result["runs"]:
         return _error("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
                       "data)" % path)
@@ -127,6 +126,12 @@ def format_text(result):
             where = _steps_text(f["steps"]) + ((" of %s" % f["tag"]) if f["tag"] else "")
             lines.append("  %s %s (%s): %s" % (_MARK[f["level"]], f["rule"], where, f["message"]))
         lines.append("")
+    left_out = result.get("warnings") or ()
+    if left_out:
+        lines.append("left out (not read):")
+        lines += ["  %s%s: %s" % (w["file"], " at byte %d" % w["offset"] if w.get("offset") else "", w["reason"])
+                  for w in left_out]
+        lines.append("")
     lines.append(_summary(result))
     return "\n".join(lines)
 
@@ -151,6 +156,11 @@ def format_markdown(result):
             lines.append("| %s | %s | %s | %d-%d | %s |" % (
                 f["level"], f["rule"], _md_cell(f["tag"] or "-"), f["steps"][0], f["steps"][1],
                 _md_cell(f["message"])))
+    left_out = result.get("warnings") or ()
+    if left_out:
+        lines += ["", "## Left out (not read)", "", "| file | byte | reason |", "| --- | --- | --- |"]
+        lines += ["| %s | %s | %s |" % (_md_cell(w["file"]), "-" if w.get("offset") is None else w["offset"],
+                                        _md_cell(w["reason"])) for w in left_out]
     return "\n".join(lines)
 
 

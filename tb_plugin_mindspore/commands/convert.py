@@ -46,6 +46,7 @@ import os
 import sys
 import time
 
+from .. import metadata
 from ..io import records
 from ..io import fs
 from ..sources import logdir_status, ms_files, ms_graph, ms_lineage, ms_logdir
@@ -147,16 +148,69 @@ class _Progress:
 
 
 def _load_state(path):
+    """The conversion state in ``path`` (an empty one when there is none); raises :class:`ConvertError` with a
+    one-line reason for a state that cannot be read or is not what this version writes (never a traceback)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_STATE_BYTES + 1)
     except FileNotFoundError:
         return {"version": STATE_VERSION, "files": {}}
-    except (OSError, ValueError) as e:
-        raise ConvertError("cannot read the conversion state %s (%s); delete it to convert from scratch" % (path, e))
-    if not isinstance(state, dict) or not isinstance(state.get("files"), dict):
-        raise ConvertError("the conversion state %s is not valid; delete it to convert from scratch" % path)
+    except OSError as e:
+        raise ConvertError("cannot read the conversion state %s (%s); delete it to convert from scratch"
+                           % (path, e.strerror or e))
+    try:
+        if len(raw) > _MAX_STATE_BYTES:
+            raise ValueError("larger than %d MB" % (_MAX_STATE_BYTES >> 20))
+        state = metadata.loads_json(raw, "it")
+        _check_state(state)
+    except ValueError as e:     # ContentError too
+        raise ConvertError("the conversion state %s is damaged (%s); delete it to convert from scratch"
+                           % (path, str(e).splitlines()[0][:200]))
     return state
+
+
+_MAX_STATE_BYTES = 256 << 20
+
+
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_step_table(value):
+    """``{kind: {tag: step}}``."""
+    return isinstance(value, dict) and all(
+        isinstance(tags, dict) and all(isinstance(t, str) and isinstance(v, int) and not isinstance(v, bool)
+                                       for t, v in tags.items()) for tags in value.values())
+
+
+def _check_state(state):
+    """Raises ValueError naming the first part of ``state`` that is not what :func:`_save_state` writes."""
+    if not isinstance(state, dict):
+        raise ValueError("not a JSON object")
+    if not _is_count(state.get("version", 1)):
+        raise ValueError("'version' is not a number")
+    files = state.get("files")
+    if not isinstance(files, dict):
+        raise ValueError("no 'files' object")
+    for rel, entry in files.items():
+        if not isinstance(entry, dict):
+            raise ValueError("the entry of %r is not an object" % rel)
+        for key in ("offset", "output_size", "source_size", "scanned"):
+            if key in entry and not _is_count(entry[key]):
+                raise ValueError("%r of %r is not a byte count" % (key, rel))
+        for key in ("first_steps", "cutoffs"):
+            if key in entry and not _is_step_table(entry[key]):
+                raise ValueError("%r of %r is not a table of steps" % (key, rel))
+        if "output" in entry and not isinstance(entry["output"], str):
+            raise ValueError("'output' of %r is not a path" % rel)
+        if "lineage" in entry and not isinstance(entry["lineage"], dict):
+            raise ValueError("'lineage' of %r is not an object" % rel)
+    runs = state.get("runs", {})
+    if not isinstance(runs, dict) or not all(
+            isinstance(r, dict) and isinstance(r.get("kinds", {}), dict)
+            and all(isinstance(k, list) and all(isinstance(x, str) for x in k) for k in r.get("kinds", {}).values())
+            for r in runs.values()):
+        raise ValueError("'runs' is not a table of runs")
 
 
 def _save_state(path, state):

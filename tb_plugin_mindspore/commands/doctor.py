@@ -20,7 +20,7 @@ import os
 import shutil
 import socket
 import sys
-from ..sources import logdir_status
+from ..sources import logdir_status, reload_watch
 from ..io import fs
 
 PROG = "tb-mindspore"
@@ -273,7 +273,7 @@ def check_logdir(logdir, cwd=None):
 
 
 def _check_remote_logdir(url):
-    """A remote logdir (``s3://``, ``gs://``...): reachable, a folder, what it holds."""
+    """A remote logdir (``s3://``, ``gs://``...): reachable, a folder, what it holds, not a bucket's root."""
     try:
         fs.filesystem(url)
         found = fs.isdir(url)
@@ -284,10 +284,17 @@ def _check_remote_logdir(url):
         return [_check("logdir", FAIL, "Nothing is stored under %s: check the bucket, the prefix and S3_ENDPOINT."
                        % url)]
     counts = _scan_logdir(url)
+    out = []
+    if reload_watch.is_bucket_root(url):
+        out.append(_check("bucket root", WARN,
+                          "%s is a bucket's root: TensorBoard's own S3 reader cannot list it (alone it shows no run "
+                          "at all); the MindSpore plugin lists it and loads the run folders inside, but event files "
+                          "lying in the root itself are never read. Use a folder inside the bucket, e.g. "
+                          "--logdir %s/logs." % (url, url.rstrip("/"))))
     if counts["event_files"] or counts["ms_files"]:
-        return [_check("logdir", OK, "%s holds %d TensorBoard event file(s) and %d MindSpore *_MS file(s)"
-                       % (url, counts["event_files"], counts["ms_files"]))]
-    return [_check("logdir", WARN, "%s holds no event files yet." % url)]
+        return out + [_check("logdir", OK, "%s holds %d TensorBoard event file(s) and %d MindSpore *_MS file(s)"
+                             % (url, counts["event_files"], counts["ms_files"]))]
+    return out + [_check("logdir", WARN, "%s holds no event files yet." % url)]
 
 
 def check_port(port):

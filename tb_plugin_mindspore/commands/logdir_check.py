@@ -3,8 +3,8 @@
 Each worker reads a share of the run folders through a view of the logdir holding only them (a temporary folder of
 symbolic links to their event and ``*_MS`` files, with the same relative paths, so run names are those of the
 logdir), the same way as ``health.sources.runs_from_logdir`` (as the tab reads them), and checks its runs; the
-reports are merged in run-name order, so the output is the one a single process gives. Small logdirs, and logdirs
-with files TensorBoard's loader cannot read safely (``sources.safe_view``), are checked in this process.
+reports are merged in run-name order, so the output is the one a single process gives. Small logdirs and remote
+ones are checked in this process. Every record or file left out is named in the report's ``warnings``.
 """
 
 import concurrent.futures
@@ -16,6 +16,8 @@ import threading
 import time
 
 from ..health import engine, sources
+from ..io import fs
+from ..sources import clusters
 from ..sources.ms_logdir import part_of
 
 # Below this many runs a pool costs more (starting processes, loading TensorBoard) than it saves.
@@ -56,21 +58,33 @@ def default_jobs():
         return max(1, os.cpu_count() or 1)
 
 
-def report(logdir, config=None, problems=None, now=None, jobs=None):
-    """``engine.report`` of every run under the local folder ``logdir`` (absolute), ``jobs`` processes (default:
-    :func:`default_jobs`)."""
+def report(logdir, config=None, now=None, jobs=None):
+    """``engine.report`` of every run under ``logdir`` (a local folder or a URL), ``jobs`` processes (default:
+    :func:`default_jobs`), plus ``"warnings"``: ``[{"run", "file", "offset", "reason"}]`` of every record and file
+    left out, in file order."""
     now = time.time() if now is None else float(now)
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
-    folders = run_folders(logdir)
-    if problems or jobs == 1 or len(folders) < MIN_PARALLEL_RUNS:
-        return engine.report(sources.runs_from_logdir(logdir, now=now, problems=problems), config)
+    clusters = _rank_file_problems(logdir)     # first: the rank files are then read whole for the cluster rules
+    folders = {} if fs.is_remote(logdir) or jobs == 1 else run_folders(logdir)
+    if len(folders) < MIN_PARALLEL_RUNS:
+        warnings = []
+        result = engine.report(sources.runs_from_logdir(logdir, now=now, warnings=warnings), config)
+        result["warnings"] = warnings + clusters
+        return result
     groups = fold_groups(folders)   # the folders of one training (parts, add_scalars key folders) stay together
     names = sorted(groups)
     shares = [names[i::jobs * 2] for i in range(jobs * 2)]
     tasks = [(logdir, {n: folders[n] for key in share for n in groups[key]}, now, config) for share in shares if share]
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         parts = list(pool.map(_check_share, tasks))
-    return {"runs": sorted((r for part in parts for r in part), key=lambda r: r["run"])}
+    return {"runs": sorted((r for rows, _ in parts for r in rows), key=lambda r: r["run"]),
+            "warnings": sorted((w for _, found in parts for w in found), key=lambda w: (w["file"], w["offset"] or 0))
+            + clusters}
+
+
+def _rank_file_problems(logdir):
+    """Rank files refused, their records left out or rows let go (``sources.clusters.logdir_problems``)."""
+    return [] if fs.is_remote(logdir) else clusters.logdir_problems(logdir)
 
 
 def _context():
@@ -81,7 +95,7 @@ def _context():
 
 
 def _check_share(task):
-    """The report rows of a share of the runs (runs in a worker process)."""
+    """``(report rows, warnings)`` of a share of the runs (runs in a worker process)."""
     logdir, folders, now, config = task
     view = tempfile.mkdtemp(prefix="tb-mindspore-check-")
     try:
@@ -90,6 +104,8 @@ def _check_share(task):
             os.makedirs(target, exist_ok=True)
             for name in names:
                 os.symlink(os.path.join(logdir, run, name), os.path.join(target, name))
-        return engine.report(sources.runs_from_view(view, view, logdir, now=now), config)["runs"]
+        warnings = []
+        rows = engine.report(sources.runs_from_view(view, view, logdir, now=now, warnings=warnings), config)["runs"]
+        return rows, warnings
     finally:
         shutil.rmtree(view, ignore_errors=True)

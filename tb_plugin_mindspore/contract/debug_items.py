@@ -19,6 +19,9 @@ LAYER_GRAD_NORM = DebugItem("layer_grad_norm", "per-layer gradient norm", (md.GR
                             ("gradient L2 norm", ""))
 ACTIVATIONS = DebugItem("activations", "activation histograms", (), (md.ACTIVATION_PREFIX,), None)
 DATA_WAIT = DebugItem("data_wait", "data wait time", (md.DATA_WAIT_MS,), (), ("data wait", "ms"))
+ATTENTION_LOGITS = DebugItem("attention_logits", "largest attention logit",
+                             (md.ATTENTION_MAX_LOGIT, md.ATTENTION_MAX_LOGIT_LAYERS), (),
+                             ("attention logit q·k/√d", ""))
 
-ITEMS = (UPDATE_RATIO, LAYER_GRAD_NORM, ACTIVATIONS, DATA_WAIT)   # in the order they run and are listed
+ITEMS = (UPDATE_RATIO, LAYER_GRAD_NORM, ACTIVATIONS, DATA_WAIT, ATTENTION_LOGITS)   # in the order they run
 NAMES = tuple(item.name for item in ITEMS)

@@ -7,17 +7,21 @@ from .. import metadata
 from . import _tensors
 
 
-def value(tag, layer_names, values, description=""):
-    """``Summary.Value`` of one step's vector; raises ValueError when names and values differ in length."""
+def value(tag, layer_names, values, description="", frozen=()):
+    """``Summary.Value`` of one step's vector; raises ValueError when names and values differ in length.
+    ``frozen``: the names among ``layer_names`` that the optimizer does not train (content field ``frozen``, only
+    written when there are some; readers that do not know it ignore it)."""
     from tensorboard.compat.proto import summary_pb2
 
     values = np.asarray(values, dtype=np.float32).reshape(-1)
     if len(layer_names) != values.size:
         raise ValueError("%d layer names for %d values in %r" % (len(layer_names), values.size, tag))
+    fields = {"layers": [str(n) for n in layer_names]}
+    if frozen:
+        fields["frozen"] = [str(n) for n in frozen]
     return summary_pb2.Summary.Value(
         tag=tag,
-        metadata=metadata.create_summary_metadata(metadata.KIND_LAYERS, description=description,
-                                                  layers=[str(n) for n in layer_names]),
+        metadata=metadata.create_summary_metadata(metadata.KIND_LAYERS, description=description, **fields),
         tensor=_tensors.numeric(values, dtype="float32"),
     )
 
@@ -27,6 +31,14 @@ def names(content):
     if not isinstance(content, dict) or content.get("kind") != metadata.KIND_LAYERS:
         return []
     found = content.get("layers")
+    return [str(n) for n in found] if isinstance(found, list) else []
+
+
+def frozen(content):
+    """The names marked frozen in a parsed plugin content of kind ``layers`` (``[]`` when none)."""
+    if not isinstance(content, dict) or content.get("kind") != metadata.KIND_LAYERS:
+        return []
+    found = content.get("frozen")
     return [str(n) for n in found] if isinstance(found, list) else []
 
 

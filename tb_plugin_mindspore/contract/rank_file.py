@@ -8,8 +8,9 @@ Layout (``metadata.CLUSTER_DIR`` inside the run folder, one file per rank, ``ran
 The header says ``{"version", "rank", "rank_size", "host", "local_rank", "pid", "start_time", "collect_freq",
 "fields": [...]}``. Fixed-size records make reading a rank one ``numpy.frombuffer`` and resuming at a byte offset;
 a record cut short at the end (a process killed while writing) is left for the next read, so a dead rank shows up
-as a row that stops, never as a damaged file. The name does not contain ``tfevents``: TensorBoard does not list
-these files as runs (a 1,024-rank job stays one run in the run list).
+as a row that stops, never as a damaged file. Records that cannot have been written (all zero bytes, impossible
+steps or wall times) are left out by :func:`check_records`. The name does not contain ``tfevents``: TensorBoard
+does not list these files as runs (a 1,024-rank job stays one run in the run list).
 Standard library and numpy only.
 """
 
@@ -23,6 +24,8 @@ from .. import metadata
 MAGIC = b"TBMSRANK"
 _LEN = struct.Struct("<I")
 MAX_HEADER_BYTES = 1 << 16
+# The largest step a record may hold (beyond it steps lose integer precision as the float the view draws them with).
+MAX_STEP = 1 << 53
 
 
 class RankFileError(ValueError):
@@ -85,6 +88,27 @@ def parse_header(buf):
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
         raise RankFileError("the rank file header has no valid rank: %r" % (rank,))
     return header, end + (-end % 8)
+
+
+def check_records(records):
+    """``(kept records, {"all_zero", "bad_step", "bad_wall_time": count})``: records that cannot have been written
+    are left out: every byte zero (a preallocated or crash-zeroed stretch of the file), a step that is negative or
+    above :data:`MAX_STEP`, a wall time that is not a finite positive number."""
+    counts = {"all_zero": 0, "bad_step": 0, "bad_wall_time": 0}
+    if not records.size:
+        return records, counts
+    raw = records.view(np.uint8).reshape(records.size, records.dtype.itemsize)
+    if not raw.any():               # a zeroed stretch of the file: one pass over its bytes
+        counts["all_zero"] = int(records.size)
+        return records[:0], counts
+    zero = ~raw.any(axis=1)
+    steps, walls = records["step"], records["wall_time"]
+    bad_step = ~zero & ((steps < 0) | (steps > MAX_STEP))
+    bad_wall = ~zero & ~bad_step & ~(np.isfinite(walls) & (walls > 0))
+    counts.update(all_zero=int(zero.sum()), bad_step=int(bad_step.sum()), bad_wall_time=int(bad_wall.sum()))
+    if not (zero.any() or bad_step.any() or bad_wall.any()):
+        return records, counts
+    return records[~(zero | bad_step | bad_wall)], counts
 
 
 def parse_records(buf, dtype, offset):

@@ -45,6 +45,7 @@ QUANTITIES = {
                              "train/step_time_ms")},
     "throughput": {OURS: (md.THROUGHPUT,), MINDFORMERS: ("throughput",),
                    PLAIN: ("samples_per_second", "perf/throughput", "train/throughput")},
+    "monitor_cpu_ms": {OURS: (md.MONITOR_CPU_MS,)},
     "data_wait_ms": {OURS: (md.DATA_WAIT_MS,),
                      PLAIN: ("data_wait_ms", "data/wait_ms", "timing/data_wait_ms", "perf/data_wait_ms")},
     "weight_norm": {OURS: (md.WEIGHT_NORM_GLOBAL,), MINDFORMERS: ("weight_norm",), PLAIN: ("weights/norm",)},
@@ -52,6 +53,10 @@ QUANTITIES = {
     "sharpness_adam": {OURS: (md.SHARPNESS_PRECONDITIONED,)},
     "sharpness_threshold": {OURS: (md.SHARPNESS_THRESHOLD,)},
     "sharpness_ratio": {OURS: (md.SHARPNESS_RATIO,)},
+    # The largest attention logit (our probe's debug item "attention_logits"; mindformers and Megatron-LM log it for
+    # QK-Clip as max_attention_logit).
+    "max_attention_logit": {OURS: (md.ATTENTION_MAX_LOGIT,), MINDFORMERS: ("max_attention_logit",),
+                            PLAIN: ("max_attention_logits", "attention/max_logit", "max-attention-logit")},
 }
 
 # Per-layer quantity -> our per-layer vector tags, and per source the prefixes of families of per-layer scalars

@@ -93,6 +93,33 @@ def nest_follow_ons(findings, diverged):
     return top
 
 
+# Rules whose findings an overflow storm explains (no update was applied while it lasted: layers do not learn, the
+# loss stalls, the scale sits at its floor, the gradient norm is non-finite at the skipped steps).
+STORM_FOLLOWS = frozenset({"layer_not_learning", "loss_not_decreasing", "loss_plateau", "loss_oscillation",
+                           "vanishing_gradients", "lr_update_mismatch", "loss_scale_collapse", "nonfinite",
+                           "train_eval_gap", "overfitting"})
+
+
+def nest_under_storm(findings):
+    """Moves what an ``overflow_storm`` explains (see :data:`STORM_FOLLOWS`: findings whose steps reach into the
+    storm; a ``nonfinite`` only as the info about skipped overflow steps) into the storm's ``follow_ons``."""
+    storms = [f for f in findings if f.rule == "overflow_storm"]
+    if not storms:
+        return list(findings)
+    storm = min(storms, key=lambda f: f.steps[0])
+    top = []
+    for f in findings:
+        explained = (f is not storm and f.rule in STORM_FOLLOWS and f.source != "live"
+                     and f.steps[1] >= storm.steps[0] and (f.rule != "nonfinite" or f.level == "info"))
+        if not explained:
+            top.append(f)
+            continue
+        f.caused_by = {"rule": storm.rule, "tag": storm.tag, "step": int(storm.steps[0])}
+        storm.follow_ons.append(f)
+    storm.follow_ons.sort(key=lambda f: (f.steps[0], f.rule))
+    return top
+
+
 def resolve(findings, slack=0, diverged=None):
-    """:func:`merge_live` then :func:`nest_follow_ons`."""
-    return nest_follow_ons(merge_live(findings, slack), diverged)
+    """:func:`merge_live`, :func:`nest_follow_ons`, then :func:`nest_under_storm`."""
+    return nest_under_storm(nest_follow_ons(merge_live(findings, slack), diverged))

@@ -175,9 +175,15 @@ def longest_range(mask):
 
 
 # -- envelopes and step alignment ---------------------------------------------------------------------------------
+# A scalar is stored as float32 (TensorBoard's simple_value) and an interval row may be float64: an interval max
+# within float32's rounding of the value is the value itself, not a step between two points.
+FLOAT32_RTOL = 1e-6
+
+
 def upper_envelope(values, interval_max=None):
     """Per point, the largest value seen since the previous point: ``max(value, interval max)``, NaN where neither
-    is finite. Returns ``(upper, from_interval)``; ``from_interval[i]``: the interval max exceeded the value."""
+    is finite. Returns ``(upper, from_interval)``; ``from_interval[i]``: the interval max exceeded the value (by more
+    than float32's rounding)."""
     values = np.asarray(values, dtype=np.float64)
     upper = np.where(np.isfinite(values), values, np.nan)
     from_interval = np.zeros(values.size, dtype=bool)
@@ -185,7 +191,8 @@ def upper_envelope(values, interval_max=None):
         imax = np.asarray(interval_max, dtype=np.float64)
         imax = np.where(np.isfinite(imax), imax, np.nan)
         with np.errstate(invalid="ignore"):
-            from_interval = np.isfinite(imax) & ~(imax <= np.nan_to_num(upper, nan=-np.inf))
+            level = np.nan_to_num(upper, nan=-np.inf)
+            from_interval = np.isfinite(imax) & ~(imax <= level + FLOAT32_RTOL * np.abs(level))
         upper = np.fmax(upper, imax)
     return upper, from_interval
 

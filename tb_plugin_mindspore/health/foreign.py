@@ -1,5 +1,5 @@
-"""What other writers say about a run, for the health rules: mindformers' configuration and files, MindSpore's
-closed summary files.
+"""What other writers say about a run, for the health rules: mindformers' configuration and files (MindSpore's closed
+summary files are ``health/sources.ms_files_closed``).
 
 * **mindformers' configuration** (its YAML, written as TensorBoard text ``<key>/text_summary`` by
   ``write_args_to_tensorboard``, each value a Python ``repr``): ``lr_schedule`` becomes the run's declared learning
@@ -10,20 +10,15 @@ closed summary files.
   mindformers stopped the training for its global norm), ``health_ckpts.json`` (healthy / unhealthy checkpoints),
   ``meta.json`` (the last checkpoint; one at the last recorded step means the training ended there), in
   ``run.info["mindformers"]``.
-* **MindSpore's summary files** are made read-only by MindSpore when it closes them: a run whose newest ``*_MS``
-  files are all read-only has ended (``run.info["finished"]``), so it is never called stalled.
 
 :func:`enrich` fills these in after the series are read; :func:`advise` adds to the findings what they change (the
 last healthy checkpoint before a problem, clipping that is already on).
 """
 
-import ast
 import logging
-import os
 import re
 
-from ..sources import mindformers_files
-from ..sources.ms_logdir import file_kind
+from ..sources import config_texts, mindformers_files
 
 logger = logging.getLogger(__name__)
 
@@ -34,16 +29,12 @@ MAX_TEXT = 1 << 20
 
 
 def parse_repr(text):
-    """A Python literal written with ``str(dict)`` (mindformers' text values), or None when it is not one."""
-    if not isinstance(text, str) or len(text) > MAX_TEXT:
+    """A Python literal written with ``str(dict)`` or JSON (mindformers' text values; ``sources/config_texts.py``
+    reads them, keeping the literal pairs of a dict that holds objects), or None when it is neither."""
+    if not isinstance(text, (str, bytes)) or len(text) > MAX_TEXT:
         return None
-    text = text.strip()
-    # mindformers' values may hold class objects, e.g. "<class '...'>": those are not literals; keep the rest.
-    text = re.sub(r"<[^<>]*>", "None", text)
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
+    value = config_texts.parse_text(text)
+    return None if isinstance(value, str) else value
 
 
 def lr_config(schedule):
@@ -99,21 +90,6 @@ def _texts(data_provider, ctx, eid, names):
     return out
 
 
-def _ms_closed(directory):
-    """Whether the ``*_MS`` summary files directly in ``directory`` are all read-only (closed by MindSpore)."""
-    found = False
-    try:
-        for entry in os.scandir(directory):
-            if file_kind(entry.name) != "summary" or not entry.is_file():
-                continue
-            found = True
-            if entry.stat().st_mode & 0o222:
-                return False
-    except OSError:
-        return False
-    return found
-
-
 def enrich(runs, data_provider=None, ctx=None, eid="", problems=None):
     """Fills ``run.info`` of each :class:`~.series.RunSeries` from what other writers left (module doc).
     ``problems``: a list that receives ``{"run", "file", "offset", "reason"}`` for files left out."""
@@ -155,8 +131,6 @@ def enrich(runs, data_provider=None, ctx=None, eid="", problems=None):
                     run.run_end = {"step": int(max(step, last or step)), "status": "stopped",
                                    "reason": "mindformers stopped the training: the global norm reached its "
                                              "global_norm_spike_threshold"}
-        if _ms_closed(directory) and "finished" not in info:
-            info["finished"] = True
     return runs
 
 

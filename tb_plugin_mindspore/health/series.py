@@ -114,14 +114,15 @@ class LayerSeries:
     steps: np.ndarray
     wall_times: np.ndarray
     values: np.ndarray   # shape (len(steps), len(layers))
+    frozen: Tuple[str, ...] = ()     # layers the optimizer does not train (marked by the callbacks)
 
     @classmethod
-    def from_rows(cls, tag, layers, steps, wall_times, rows):
+    def from_rows(cls, tag, layers, steps, wall_times, rows, frozen=()):
         steps = np.asarray(steps, dtype=np.int64).reshape(-1)
         order = np.argsort(steps, kind="stable")
         values = np.asarray(rows, dtype=np.float64).reshape(len(steps), len(layers))
         return cls(tag, list(layers), steps[order], np.asarray(wall_times, dtype=np.float64)[order],
-                   values[order])
+                   values[order], tuple(frozen))
 
     def column(self, layer):
         return self.values[:, self.layers.index(layer)]
@@ -143,6 +144,9 @@ class RunState:
     total_bytes: Optional[int] = None
     event_files: Optional[int] = None
     directory: Optional[str] = None     # the run's folder on a local disk (None through a remote provider)
+    # MindSpore summary files (``*_MS``) in the folder, all closed (read-only: SummaryRecord's end marker): True;
+    # one still open: False; none, or not known: None.
+    ms_closed: Optional[bool] = None
 
 
 @dataclass
@@ -228,6 +232,20 @@ class RunSeries:
             return LayerSeries(prefix.rstrip("/"), [t[len(prefix):] for t in members], steps, wall,
                                np.stack(columns, axis=1))
         return None
+
+    def frozen_layers(self):
+        """``{layer: why}`` of the layers the optimizer does not train, as the callbacks recorded them (run info's
+        ``frozen_layers``, the per-layer vectors' ``frozen`` marks); ``why``: "requires_grad=False", "not in the
+        optimizer" or "" when not said."""
+        out = {}
+        for series in self.layers.values():
+            for name in series.frozen:
+                out.setdefault(name, "")
+        recorded = (self.info or {}).get("frozen_layers") if isinstance(self.info, dict) else None
+        for entry in recorded if isinstance(recorded, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                out[entry["name"]] = str(entry.get("why") or "")
+        return out
 
     # -- summary facts -----------------------------------------------------------------------------------------
     def last_step(self):

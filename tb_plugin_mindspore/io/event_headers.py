@@ -7,9 +7,10 @@ record headers only (12 bytes each; payloads are skipped, never read), increment
 up to its last complete record and later only from there.
 
 A finding is ``{"file": path, "offset": int, "reason": str}``. Reported: a length checksum that does not match
-(the framing is lost from there on), and a length that runs past the end of the file by more than
+(the framing is lost from there on), a length that runs past the end of the file by more than
 ``TAIL_SLACK_BYTES`` or claims more than ``MAX_PLAUSIBLE_BYTES`` (a record still being written is only a little
-longer than what is on disk).
+longer than what is on disk), and a record with good checksums whose payload is no ``Event`` (invalid UTF-8 in a
+string field; the records read whole in the same pass are decoded).
 
 Files are read through ``fs``: on a remote logdir each chunk is one byte range, so a scan fetches only new bytes.
 """
@@ -35,12 +36,15 @@ def is_event_file(name):
     return "tfevents" in name
 
 
-def scan_headers(path, start=0, budget_s=1.0):
+def scan_headers(path, start=0, budget_s=1.0, undecodable=None):
     """Walks the record headers of ``path`` from ``start`` (a record boundary).
 
     Returns ``(next_offset, finding)``: the offset after the last complete record, and the first problem found or
     None. Stops at a problem, at the end of the data, or when ``budget_s`` seconds are spent (``next_offset`` then
-    says where to go on). Raises OSError when the file cannot be read.
+    says where to go on). Raises OSError when the file cannot be read. With an ``undecodable`` list, each record
+    read whole in the same pass (every record up to 1 MB) is also decoded as an ``Event``, and the ones that do
+    not decode (invalid UTF-8 in a string field behind good checksums) are appended to it as findings: TensorBoard's
+    Python loader stopped reloading on such a record, its fast loader skips it; both are named in ``status``.
     """
     deadline = time.monotonic() + budget_s
     with fs.open_regular(path) as f:     # never blocks on a FIFO
@@ -70,10 +74,28 @@ def scan_headers(path, start=0, budget_s=1.0):
                                        % (n, _size(n), size - off - records.HEADER_BYTES)}
             if stop > size:
                 break                    # the last record, still being written
+            if undecodable is not None and rel + records.HEADER_BYTES + n + records.FOOTER_BYTES <= len(buf):
+                problem = _decode_problem(buf[rel + records.HEADER_BYTES:rel + records.HEADER_BYTES + n])
+                if problem is not None:
+                    undecodable.append({"file": path, "offset": off, "reason": problem})
             off = stop
             if time.monotonic() > deadline:
                 break
     return off, None
+
+
+def _decode_problem(payload):
+    """Why a record's payload (good checksums) is no ``Event``, or None when it decodes."""
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto import event_pb2
+
+    try:
+        event_pb2.Event.FromString(payload)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        text = str(e) or type(e).__name__
+        return ("undecodable record (%s); skipped (TensorBoard's fast loader stops reading the file there: its own "
+                "tabs show nothing after it)" % (text if len(text) <= 120 else text[:117] + "..."))
+    return None
 
 
 def _size(n):
@@ -84,11 +106,15 @@ def _size(n):
 
 
 class HeaderScanner:
-    """Scans the event files under ``logdir`` incrementally; :meth:`findings` lists the bad ones.
+    """Scans the event files under ``logdir`` incrementally; :meth:`findings` lists the bad ones and every record
+    that does not decode (at most ``MAX_UNDECODABLE_PER_FILE`` per file named, then counted).
 
-    Each file's state is ``((device, inode), mtime, next offset, finding)``; a file is scanned again only from
-    where it stopped, and from the start when it was replaced, cut, or changed after a finding. At most ``budget_s`` seconds are spent per call.
+    Each file's state is ``((device, inode), mtime, next offset, finding, [undecodable findings], count)``; a file
+    is scanned again only from where it stopped, and from the start when it was replaced, cut, or changed after a
+    finding. At most ``budget_s`` seconds are spent per call.
     """
+
+    MAX_UNDECODABLE_PER_FILE = 20
 
     def __init__(self, logdir, budget_s=1.0):
         self.logdir = logdir
@@ -110,16 +136,24 @@ class HeaderScanner:
                 if not stat.S_ISREG(st.st_mode):
                     continue
                 ident = (st.st_dev, st.st_ino)
-                old_ident, mtime, offset, finding = self._state.get(path, (ident, st.st_mtime_ns, 0, None))
+                old_ident, mtime, offset, finding, bad, count = self._state.get(
+                    path, (ident, st.st_mtime_ns, 0, None, [], 0))
                 if old_ident != ident or st.st_size < offset or (finding is not None and mtime != st.st_mtime_ns):
-                    offset, finding = 0, None          # replaced, cut or rewritten: from the start again
+                    offset, finding, bad, count = 0, None, [], 0     # replaced, cut or rewritten: from the start
                 left = deadline - time.monotonic()
                 if finding is None and offset < st.st_size and left > 0:
+                    found = []
                     try:
-                        offset, finding = scan_headers(path, offset, left)
+                        offset, finding = scan_headers(path, offset, left, undecodable=found)
                     except OSError:
                         continue
-                self._state[path] = (ident, st.st_mtime_ns, offset, finding)
+                    count += len(found)
+                    bad = bad + found[:max(0, self.MAX_UNDECODABLE_PER_FILE - len(bad))]
+                self._state[path] = (ident, st.st_mtime_ns, offset, finding, bad, count)
+                out += bad
+                if count > len(bad):
+                    out.append({"file": path, "offset": None,
+                                "reason": "%d more undecodable records in this file; skipped" % (count - len(bad))})
                 if finding is not None:
                     out.append(finding)
             for gone in set(self._state) - set(paths):

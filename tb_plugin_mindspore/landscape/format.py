@@ -102,7 +102,7 @@ def _array(values, default=()):
 def _axis(values, along):
     """MindSpore keeps one row / column of the mesh, but accept a whole mesh too."""
     a = _array(values)
-    if a.ndim == 2:
+    if a.ndim == 2 and a.size:
         a = a[0] if along == "x" else a[:, 0]
     return a.ravel()
 
@@ -116,6 +116,13 @@ def normalize_record(record):
     """
     if not isinstance(record, dict):
         raise ValueError("a landscape record must be a JSON object")
+    try:
+        return _normalized(record)
+    except (IndexError, KeyError, AttributeError, OverflowError, TypeError) as e:   # any other shape: the contract
+        raise ValueError("the landscape record is malformed (%s: %s)" % (type(e).__name__, e)) from None
+
+
+def _normalized(record):
     meta = record.get("metadata") or {}
     grid = record.get("landscape") or {}
     x = _axis(grid.get("x"), "x")

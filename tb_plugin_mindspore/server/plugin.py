@@ -21,7 +21,7 @@ from ..answers import compare, graphs, markers, run_info, samples_axis, scalars,
 from ..answers import health as health_cache
 from ..answers import runs as provider
 from ..health import settings as health_settings
-from ..sources import logdir_status, series_cache
+from ..sources import logdir_status, reload_watch, series_cache
 from ..sources.logdir import Sources
 
 logger = logging.getLogger(__name__)
@@ -106,6 +106,22 @@ def _scalar_view(request):
     return max_points, window, superseded in ("1", "true")
 
 
+def _reload_watch(context, logdir, interval):
+    """A started :class:`~..sources.reload_watch.ReloadWatch` over TensorBoard's Python loader, or None (fast loader,
+    no reloading asked for)."""
+    multiplexer = getattr(context, "multiplexer", None)
+    flags = getattr(context, "flags", None)
+    if multiplexer is None or flags is None:
+        return None
+    try:
+        interval = float(interval)
+    except (TypeError, ValueError):
+        return None
+    expect = getattr(flags, "reload_task", "auto") in ("auto", "thread") and interval > 0
+    return reload_watch.ReloadWatch(multiplexer, {logdir: None} if logdir else {}, interval=interval,
+                                    expect_thread=expect).start()
+
+
 class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
@@ -140,6 +156,9 @@ class MindSporePlugin(base_plugin.TBPlugin):
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
         self._health_config = health_settings.config_from_settings(
             getattr(getattr(context, "flags", None), "mindspore_health_set", None) or [])
+        # TensorBoard's Python loader reloads in one thread that the first exception ends for good (a store outage,
+        # an undecodable record): watched, and replaced by the plugin's own reload loop once it is gone.
+        self._reload_watch = _reload_watch(context, self._logdir, reload_interval)
         self._health = health_cache.HealthCache(self._sources, config=self._health_config)
 
     def get_plugin_apps(self):
@@ -216,21 +235,23 @@ class MindSporePlugin(base_plugin.TBPlugin):
     def _serve_status(self, request):
         ctx, eid = self._ctx(request)
         try:
-            tags = self._view.shared_tags(ctx, eid)
+            runs, has_scalars = self._view.tags_summary(ctx, eid)
         except Exception as e:
             if not _data_server_failed(e):
                 raise
             body = self._status.describe(0, False)
             body.update(reason="data_server_failed", message=self._data_server_message())
-            tags = None
+            provider_ok = False
         else:
-            has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
-            body = self._status.describe(len(tags), has_scalars)
+            body = self._status.describe(runs, has_scalars)
+            provider_ok = True
         # Everything left out, with its file and byte offset where there is one, so nothing is silently missing:
         # damaged *_MS records, unreadable files, records that break TensorBoard's loaders, malformed series.
-        provider_ok = tags is not None
         body["warnings"] = self._warnings.get((eid, provider_ok), lambda: problems.collect(
-            self._sources.bind(ctx, eid), self._status, self._landscapes, self._run_infos, provider_ok=provider_ok))
+            self._sources.bind(ctx, eid), self._status, self._landscapes, self._run_infos, provider_ok=provider_ok,
+            clusters=self._clusters, reloading=self._reload_watch))
+        if self._reload_watch is not None:
+            body["reloading"] = self._reload_watch.state()
         return body
 
     def _data_server_message(self):

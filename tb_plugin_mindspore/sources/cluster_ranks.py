@@ -17,11 +17,13 @@ import numpy as np
 
 from .. import metadata
 from ..contract import rank_file
-from ..io import records
+from . import ms_files
 
 SOURCE_RANK_FILES = "rank_files"
 SOURCE_RANK_FOLDERS = "rank_folders"
-_READ_CHUNK = 64 << 20
+_READ_CHUNK = 1 << 20          # bytes of a rank file read at once
+_READ_BUDGET = 64 << 20        # bytes of a rank file read per reload
+MAX_KEPT_STEPS = 100_000       # rows kept per rank (the newest): 5x what the view's widest matrix shows
 _FIELDS = frozenset(metadata.RANK_FIELDS)
 
 # Scalar tags of rank folders that carry each field (ours first, then mindformers' and plain names).
@@ -53,6 +55,10 @@ class _Rank:
         self.host = ""
         self.local_rank = None
         self.error = None
+        self.refused = None    # why the file cannot be read at all (its header), or None
+        self.rejected = {"all_zero": 0, "bad_step": 0, "bad_wall_time": 0}   # records left out, by reason
+        self.dropped = 0       # older rows let go to keep at most MAX_KEPT_STEPS
+        self._read_once = False
         self._chunks = []
         self._arrays = None
         self._stamp = None
@@ -66,6 +72,30 @@ class _Rank:
             self.error = "not a regular file"
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def pending(self):
+        """Whether the last read stopped before the end of what is there (``reload`` goes on from there)."""
+        return self._stamp is None and self.refused is None and self.error is None and self._read_once
+
+    def progress(self):
+        """Bytes read so far (to tell a read that went on from one that could not)."""
+        return 0
+
+    def problems(self):
+        """``[reason]``: why the rank is not shown whole (refused, records left out, rows let go, unreadable)."""
+        out = []
+        if self.refused:
+            out.append("refused: %s" % self.refused)
+        what = {"all_zero": "all zero bytes", "bad_step": "an impossible step (negative or above 2^53)",
+                "bad_wall_time": "an impossible wall time (not finite, or not after 1970)"}
+        for reason, n in self.rejected.items():
+            if n:
+                out.append("%d record%s left out: %s" % (n, "" if n == 1 else "s", what[reason]))
+        if self.dropped:
+            out.append("%d older rows let go (at most %d are kept per rank)" % (self.dropped, MAX_KEPT_STEPS))
+        if self.error:
+            out.append("cannot be read: %s" % self.error)
+        return out
 
     def arrays(self):
         """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
@@ -88,12 +118,22 @@ class _Rank:
 
 
 class _RankFile(_Rank):
-    """A ``rank<k>.tbmsrank`` file, read from where the previous read stopped."""
+    """A ``rank<k>.tbmsrank`` file, read from where the previous read stopped, in chunks of ``_READ_CHUNK`` bytes
+    (at most ``_READ_BUDGET`` per reload), so a huge file costs a chunk of memory, not its size. Records that cannot
+    have been written are left out and counted (``rejected``); at most ``MAX_KEPT_STEPS`` rows are kept, the newest
+    (``dropped`` counts the older ones let go). A header this version cannot read makes the file ``refused``."""
 
     def __init__(self, rank, path):
         super().__init__(rank, path)
         self._offset = 0
         self._dtype = None
+        self._kept = 0
+
+    def _reset(self):
+        self._offset, self._dtype, self._chunks, self.header, self._arrays, self._kept = 0, None, [], {}, None, 0
+        self.refused = None
+        self.rejected = dict.fromkeys(self.rejected, 0)
+        self.dropped = 0
 
     def reload(self):
         stamp = self.stamp()
@@ -101,17 +141,23 @@ class _RankFile(_Rank):
             return False
         old = self._stamp
         reset = old is not None and (stamp[0] != old[0] or stamp[1] < old[1])
-        if reset:
-            self._offset, self._dtype, self._chunks, self.header, self._arrays = 0, None, [], {}, None
+        if reset or self.refused is not None:
+            self._reset()
         self._stamp = stamp
+        self._read_once = True
+        changed = reset
         try:
             with open(self.path, "rb") as f:
                 if self._dtype is None:
                     head = f.read(rank_file.MAX_HEADER_BYTES + 64)
-                    header, start = rank_file.parse_header(head)
+                    try:
+                        header, start = rank_file.parse_header(head)
+                    except ValueError as e:        # RankFileError, or a header whose JSON is refused
+                        self.refused = str(e)[:300]
+                        return True
                     if header is None:
                         self._stamp = None
-                        return False
+                        return changed
                     self.header = header
                     self.host = str(header.get("host") or "")
                     lr = header.get("local_rank")
@@ -121,35 +167,68 @@ class _RankFile(_Rank):
                 f.seek(self._offset)
                 size = max(0, stamp[1] - self._offset)
                 size -= size % self._dtype.itemsize
-                data = f.read(min(size, _READ_CHUNK)) if size else b""
-        except (OSError, ValueError) as e:
+                budget = min(size, _READ_BUDGET)
+                chunk_bytes = max(self._dtype.itemsize, _READ_CHUNK - _READ_CHUNK % self._dtype.itemsize)
+                done = 0
+                while done < budget:
+                    data = f.read(min(budget - done, chunk_bytes))
+                    if not data:
+                        break
+                    records, used = rank_file.parse_records(data, self._dtype, 0)
+                    done += used
+                    self._offset += used
+                    if self._add(records):
+                        changed = True
+                    if used < len(data):
+                        break
+        except OSError as e:
             self.error = str(e)[:200]
-            return False
+            return changed
         self.error = None
-        records, used = rank_file.parse_records(data, self._dtype, 0)
-        if records.size:
-            self._chunks.append(records)
-            self._offset += used
-            self._arrays = None
-        if used < size:
+        if done < size:
             self._stamp = None      # more to read next time
-        return bool(records.size) or reset
+        return changed
+
+    def progress(self):
+        return self._offset
+
+    def _add(self, records):
+        """Keeps the ``records`` that can have been written, then only the newest ``MAX_KEPT_STEPS`` rows."""
+        good, counts = rank_file.check_records(records)
+        for reason, n in counts.items():
+            self.rejected[reason] += n
+        if not good.size:
+            return False
+        self._chunks.append(good.copy())       # not a view of the chunk read (it would keep all of it)
+        self._kept += good.size
+        if self._kept > MAX_KEPT_STEPS + MAX_KEPT_STEPS // 4:
+            rec = np.concatenate(self._chunks)
+            self.dropped += rec.size - MAX_KEPT_STEPS
+            self._chunks = [rec[-MAX_KEPT_STEPS:].copy()]
+            self._kept = MAX_KEPT_STEPS
+        self._arrays = None
+        return True
 
     def _build(self):
         if not self._chunks:
             return self._set([], [], {})
         rec = np.concatenate(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
-        self._chunks = [rec]
+        if rec.size > MAX_KEPT_STEPS:
+            self.dropped += rec.size - MAX_KEPT_STEPS
+            rec = rec[-MAX_KEPT_STEPS:].copy()
+        self._chunks, self._kept = [rec], rec.size
         fields = [n for n in rec.dtype.names[2:] if n in _FIELDS]
         return self._set(rec["step"], rec["wall_time"], {f: rec[f] for f in fields})
 
 
 class _RankFolder(_Rank):
-    """A folder of TensorBoard event files of one rank: the scalars of :data:`FOLDER_TAGS`, read incrementally."""
+    """A folder of TensorBoard event files of one rank: the scalars of :data:`FOLDER_TAGS`, read incrementally with
+    the plugin's record reader (``ms_files.MsFile``: damaged records skipped, at most ``_READ_BUDGET`` bytes per
+    reload in chunks), at most ``MAX_KEPT_STEPS`` points per field kept (the newest)."""
 
     def __init__(self, rank, path):
         super().__init__(rank, path)
-        self._files = {}       # name -> [offset, inode]
+        self._files = {}       # name -> MsFile
         self._points = {}      # field -> ([steps], [walls], [values])
 
     def stamp(self):
@@ -163,40 +242,36 @@ class _RankFolder(_Rank):
             return None
         return tuple(sorted(out))
 
+    def progress(self):
+        return sum(mf.offset for mf in self._files.values())
+
     def reload(self):
-        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.proto import event_pb2   # lazy: start-up cost (only rank folders need it)
 
         stamp = self.stamp()
         if stamp is None or stamp == self._stamp:
             return False
         self._stamp = stamp
+        self._read_once = True
         changed = False
-        names = {name for name, _, _, _ in stamp}
-        replaced = any(state[1] != ino or size < state[0] for name, ino, size, _ in stamp
-                       for state in [self._files.get(name)] if state is not None)
-        if replaced or set(self._files) - names:
+        names = [name for name, _, _, _ in stamp]
+        if set(self._files) - set(names) or any(mf.restarts for mf in self._files.values()):
             # a file replaced, shortened or removed: read the folder again from the start
             self._files, self._points, self._arrays, changed = {}, {}, None, True
-        for name, ino, size, _ in stamp:
-            state = self._files.setdefault(name, [0, ino])
-            if size <= state[0]:
-                continue
-            try:
-                with open(os.path.join(self.path, name), "rb") as f:
-                    f.seek(state[0])
-                    buf = f.read(min(size - state[0], _READ_CHUNK))
-            except OSError as e:
-                self.error = str(e)[:200]
-                continue
-            offset = 0
-            try:
-                for _, nxt, data in records.read_records(buf):
-                    offset = nxt
-                    if data is None:
-                        continue
-                    event = event_pb2.Event()
+        budget = _READ_BUDGET
+        for name in names:
+            mf = self._files.get(name)
+            if mf is None:
+                mf = self._files[name] = ms_files.MsFile(os.path.join(self.path, name), kind="summary")
+            while budget > 0 and mf.stat_size() > mf.offset and mf.has_unread():
+                payloads, _, nread = mf.read_payloads(min(budget, _READ_CHUNK))
+                budget -= max(nread, 1)
+                if mf.restarts:
+                    self._stamp = None
+                    return changed
+                for data in payloads:
                     try:
-                        event.ParseFromString(data)
+                        event = event_pb2.Event.FromString(data)
                     except Exception:
                         continue
                     if not event.HasField("summary"):
@@ -213,11 +288,15 @@ class _RankFolder(_Rank):
                         w.append(event.wall_time)
                         v.append(number)
                         changed = True
-            except records.RecordError as e:
-                self.error = str(e)[:200]
-            state[0] += offset
-            if state[0] < size and not self.error:
+                        if len(s) > MAX_KEPT_STEPS + MAX_KEPT_STEPS // 4:
+                            self.dropped += len(s) - MAX_KEPT_STEPS
+                            del s[:-MAX_KEPT_STEPS], w[:-MAX_KEPT_STEPS], v[:-MAX_KEPT_STEPS]
+                if not nread:
+                    break
+            if mf.has_unread():
                 self._stamp = None      # more to read next time
+        problems = [p for mf in self._files.values() for p in mf.problems]
+        self.error = "; ".join("%s at byte %d" % (reason, off) for off, reason in problems[:3]) or None
         if changed:
             self._arrays = None
         return changed
@@ -289,12 +368,18 @@ class ClusterData:
             del self._ranks[rank]
             self._aligned = None
 
-    def reload(self):
-        """Reads what is new; returns the data version (changes whenever anything changed)."""
+    def reload(self, complete=False):
+        """Reads what is new (about 64 MB per rank file and call; with ``complete``, everything there is); returns
+        the data version (changes whenever anything changed)."""
         with self._lock:
             changed = False
             for r in self._ranks.values():
                 changed = r.reload() or changed
+                while complete and r.pending():
+                    before = r.progress()
+                    changed = r.reload() or changed
+                    if r.progress() == before:
+                        break
             if changed or self._aligned is None:
                 self._aligned = None
                 self.version += 1

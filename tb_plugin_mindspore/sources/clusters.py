@@ -146,6 +146,35 @@ class Registry:
 _HEALTH_REGISTRY = Registry()
 
 
+def problems_of(data, logdir, run):
+    """``[{"run", "file", "offset", "reason"}]`` of a cluster's ranks that are not shown whole: a rank file refused
+    (and why), records left out (all zero bytes, impossible steps or wall times), older rows let go, unreadable
+    files. ``file`` relative to ``logdir``."""
+    out = []
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    for r in data.ranks:
+        for reason in r.problems():
+            out.append({"run": run, "file": os.path.relpath(os.path.abspath(r.path), base), "offset": None,
+                        "reason": "rank %d: %s" % (r.rank, reason)})
+    return out
+
+
+def logdir_problems(logdir):
+    """:func:`problems_of` every cluster under a local ``logdir`` (what ``tb-mindspore check`` reports), each rank
+    file read completely into the registry the health rules then use (so they judge every row, and each file is
+    read once)."""
+    if not logdir or "://" in str(logdir) or not os.path.isdir(logdir):
+        return []
+    out = []
+    base = os.path.abspath(os.path.expanduser(str(logdir)))
+    for run, (source, members) in sorted(discover(base).items()):
+        folder = os.path.normpath(os.path.join(base, run))
+        data = _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
+        data.reload(complete=True)
+        out += problems_of(data, base, run)
+    return out
+
+
 _FOUND = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4096)
 
 

@@ -65,7 +65,7 @@ def run_folder(logdir, run):
 
 
 class _Run:
-    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up")
+    __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up", "undecodable")
 
     def __init__(self, folder):
         # One folder, or the folders of a run written in parts (``run_fold``: ``<run>/part_N``), in order.
@@ -77,6 +77,7 @@ class _Run:
         self.scalars = {}      # tag -> Series
         self.intervals = {}    # scalar tag -> Series of its interval rows
         self.version = 0
+        self.undecodable = 0   # records with good checksums that do not decode (skipped)
 
 
 class EventSeries:
@@ -121,6 +122,13 @@ class EventSeries:
             r = self._runs.get(run)
             return bool(r is not None and r.caught_up)
 
+    def skipped_undecodable(self, run):
+        """Whether records of the run were skipped because they do not decode: TensorBoard's fast loader stops
+        reading a file at such a record, so its sample of the series ends there while this store goes on."""
+        with self._lock:
+            r = self._runs.get(run)
+            return bool(r is not None and r.undecodable)
+
     def version(self, run):
         with self._lock:
             r = self._runs.get(run)
@@ -164,6 +172,30 @@ class EventSeries:
         finally:
             self._read_lock.release()
 
+    def take(self, run, folder, name, mf, payloads):
+        """Adds ``payloads``, read by another reader from event file ``name`` of ``run`` through ``mf`` (its
+        ``ms_files.MsFile``), as if read here: the commands' event reader reads each file once for both. ``mf`` is
+        kept, so a later :meth:`sync` goes on from where it stopped; a file read again from its start (another
+        ``mf``) starts the run over. Call :meth:`taken` once the files were read to their end."""
+        with self._lock:
+            r = self._runs.get(run)
+            if r is None or (name in r.files and r.files[name] is not mf):
+                r = self._runs[run] = _Run(folder)
+        if name not in r.files:
+            r.files[name] = mf
+            r.order.append(name)
+        if payloads:
+            self._add(r, name, payloads, mf)
+
+    def taken(self):
+        """Every run given to :meth:`take` is read to the end of its files: later reads are only what is new."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for r in runs:
+            r.caught_up = True
+            for series in list(r.scalars.values()) + list(r.intervals.values()):
+                series.shrink()
+
     def _read_run(self, run, r, budget):
         folders = self._folder_of(run)
         if folders is not None:   # a run written in parts gains a folder now and then
@@ -194,7 +226,7 @@ class EventSeries:
                 return self._read_run(run, r, budget)   # replaced while being read: start over
             budget -= max(nread, 1)
             if payloads:
-                self._add(r, name, payloads)
+                self._add(r, name, payloads, mf)
             pending = pending or mf.has_unread()
         return pending
 
@@ -214,7 +246,7 @@ class EventSeries:
                 pass
         return out
 
-    def _add(self, r, name, payloads):
+    def _add(self, r, name, payloads, mf=None):
         """Decodes ``payloads`` (event records of file ``name``) into the run's series, through compact buffers (no
         Python object kept per point)."""
         scalars, intervals = {}, {}
@@ -223,7 +255,8 @@ class EventSeries:
         for data in payloads:
             try:
                 event = parse(data)
-            except Exception:  # damaged content behind a good checksum: TensorBoard skips it too
+            except Exception:  # damaged content behind a good checksum: skipped (status names it, event_headers)
+                r.undecodable += 1
                 continue
             if not event.HasField("summary"):
                 continue

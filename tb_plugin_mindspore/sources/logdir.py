@@ -154,12 +154,16 @@ class Sources:
 
     @classmethod
     def for_logdir(cls, events_root, ms_root=None, logdir=None):
-        """``tb-mindspore check`` / ``report``: TensorBoard's Python loader over ``events_root`` (every point kept,
-        :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS`` files and mindformers' training
-        logs under ``ms_root`` read completely (none without ``ms_root``), one run per training as the tab folds
-        them; ``logdir``: where the run folders really are (default ``events_root``)."""
+        """``tb-mindspore check`` / ``report``: the event files under ``events_root`` read whole by the plugin's own
+        record reader (every point kept, :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS``
+        files and mindformers' training logs under ``ms_root`` read completely (none without ``ms_root``), one run
+        per training as the tab folds them (``run_fold``); ``logdir``: where the run folders really are (default
+        ``events_root``). A local ``events_root`` also gets the tab's store of every point (``event_series``: the
+        final timelines and their bands that the charts and the Health panel read), filled by the same read: each
+        event file is read once."""
         logdir = logdir or events_root
-        events = load_provider(events_root)
+        events = None if fs.is_remote(events_root) else event_series.EventSeries(events_root)
+        provider = load_provider(events_root, store=events)
         logs = None
         if ms_root and not fs.is_remote(ms_root):   # mindformers' logs in run folders, as the tab reads them
             logs = log_source.LogSource(logdir_spec.Roots.single(ms_root))
@@ -171,10 +175,11 @@ class Sources:
             for _ in range(100000):
                 if not ms.ms.reload().pending:
                     break
-            events = ms_provider.MergedProvider(events, ms)
-        provider = run_fold.folded(events)[0]
+            provider = ms_provider.MergedProvider(provider, ms)
+        provider = run_fold.folded(provider)[0]
         folders = run_fold.RunFolders(logdir_spec.Roots.single(logdir), provider) if logdir else None
-        return cls(provider, logdir, ms=ms.ms if ms is not None else None, folders=folders, logs=logs)
+        return cls(provider, logdir, ms=ms.ms if ms is not None else None, events=events, folders=folders,
+                   logs=logs)
 
     @classmethod
     def of_provider(cls, provider, logdir=None, multiplexer=None):
@@ -256,8 +261,9 @@ class Sources:
         return out
 
     def _door(self, run, tag, datum):
-        """The :data:`Door`: ``EVENTS`` when the event store holds the series up to TensorBoard's last point, ``MS``
-        for a ``*_MS`` run, else ``PROVIDER``."""
+        """The :data:`Door`: ``EVENTS`` when the event store holds the series up to TensorBoard's last point (or read
+        past an undecodable record, where TensorBoard's fast loader stops reading the file), ``MS`` for a ``*_MS``
+        run, else ``PROVIDER``."""
         events = self.events
         if events is not None and events.want(run):
             target = (int(datum.step), float(datum.wall_time))
@@ -265,7 +271,9 @@ class Sources:
             if (series is None or series.last() != target) and events.caught_up(run):
                 events.sync(run)   # what is new since the background thread's last read
                 series = events.series(run, tag)
-            if series is not None and series.last() == target:
+            if series is not None and (series.last() == target or (
+                    events.skipped_undecodable(run) and events.caught_up(run))):
+                # Up to TensorBoard's last point; or past a record TensorBoard's fast loader stops at for good.
                 band = events.interval(run, tag)
                 return Door(EVENTS, series.version, band.version if band is not None else None)
         if self.ms is not None and self.ms.has_run(run):
@@ -368,11 +376,14 @@ class Sources:
 
     # -- what was left out ---------------------------------------------------------------------------------------
     def warnings(self, limit=100):
-        """Damaged records and unreadable files of the ``*_MS`` door and of mindformers' logs: ``[{"run", "file",
-        "offset", "reason"}]``."""
-        out = list(self.logs.warnings())[:limit] if self.logs is not None else []
+        """Damaged or undecodable records and unreadable files: ``[{"run", "file", "offset", "reason"}]`` of the
+        ``*_MS`` door, of mindformers' text logs, and of the event files when the plugin's own reader is the provider (the commands')."""
+        events = getattr(self.provider, "event_file_warnings", None)   # through a merged provider too
+        out = list(events(limit)) if events is not None else []
+        if self.logs is not None:   # mindformers' text logs
+            out += list(self.logs.warnings())[:max(0, limit - len(out))]
         if self.ms is None:
-            return out
+            return out[:limit]
         for run in self.ms.runs():
             for w in self.ms.warnings(run):
                 if len(out) >= limit:
@@ -382,31 +393,14 @@ class Sources:
 
 
 # -- a logdir read whole, for the commands ------------------------------------------------------------------------
-def _keep_all_size_guidance():
-    from tensorboard.backend.event_processing import event_accumulator   # lazy: start-up cost (commands only)
+def load_provider(logdir, store=None):
+    """A data provider over the event files under ``logdir`` (local or a URL) with every point of every scalar and
+    of this plugin's series, read completely by the plugin's own record reader (``event_provider.py``; TensorBoard's
+    Python loader listed a run's folder once per file it read: quadratic in the number of files); ``store``: an
+    ``event_series.EventSeries`` filled by the same read."""
+    from . import event_provider   # lazy: start-up cost of TensorBoard's migrations (the commands only)
 
-    return {
-        event_accumulator.COMPRESSED_HISTOGRAMS: 1,
-        event_accumulator.IMAGES: 1,
-        event_accumulator.AUDIO: 1,
-        event_accumulator.SCALARS: 0,
-        event_accumulator.HISTOGRAMS: 1,
-        event_accumulator.TENSORS: 0,     # 0 keeps every point (scalars are stored as tensors here)
-    }
-
-
-def load_provider(logdir):
-    """A ``MultiplexerDataProvider`` over ``logdir`` that keeps every scalar and tensor point."""
-    # lazy: start-up cost (the plugin never loads a logdir itself; only the commands do)
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-
-    mux = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=_keep_all_size_guidance(),
-        tensor_size_guidance={SCALARS_PLUGIN: 0, metadata.PLUGIN_NAME: 0, HISTOGRAMS_PLUGIN: 1, "images": 1},
-    )
-    mux.AddRunsFromDirectory(logdir)
-    mux.Reload()
-    return data_provider.MultiplexerDataProvider(mux, logdir)
+    return event_provider.load(logdir, store=store)
 
 
 def has_ms_files(path):

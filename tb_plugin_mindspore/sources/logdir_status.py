@@ -1,7 +1,7 @@
 """Why is there nothing to show? Looks at the server's own logdir (never a path from a request) and explains.
 
-The reasons, in the order they are checked: the logdir does not exist; it holds no event files at all; it holds
-only MindSpore ``*_MS`` summary files; event files exist but hold nothing yet (waiting for the first flush); event
+The reasons, in the order they are checked: the logdir does not exist; it holds only per-rank statistics files;
+it holds no event files at all; it holds only MindSpore ``*_MS`` summary files; event files exist but hold nothing yet (waiting for the first flush); event
 files hold no scalars. A relative ``--logdir`` is reported with the folder it was resolved from, because starting
 TensorBoard from another folder is the most common reason for an empty board.
 """
@@ -10,6 +10,7 @@ import errno
 import os
 import stat
 
+from .. import metadata
 from ..io import event_headers, fs
 from . import series_cache
 from .ms_logdir import file_kind
@@ -63,15 +64,18 @@ def entry_problem(path):
 
 
 def scan(logdir):
-    """Counts event files under ``logdir``: {"event_files", "event_bytes", "ms_files", "entries", "truncated",
+    """Counts event files under ``logdir``: {"event_files", "event_bytes", "ms_files", "rank_files" (per-rank
+    statistics files in ``cluster/`` folders), "entries", "truncated",
     "event_paths": [regular event files], "hostile": [(path, reason)] for data files that are not regular files}."""
-    counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
+    counts = {"event_files": 0, "event_bytes": 0, "ms_files": 0, "rank_files": 0, "entries": 0, "truncated": False,
               "event_paths": [], "hostile": []}
     for root, dirs, files in fs.walk(logdir):
         dirs.sort()
         for name in sorted(files + [d for d in dirs if is_data_file(d)]):
             counts["entries"] += 1
             if not is_data_file(name):
+                if name.endswith(metadata.RANK_FILE_SUFFIX) and fs.basename(root) == metadata.CLUSTER_DIR:
+                    counts["rank_files"] += 1
                 continue
             path = fs.join(root, name)
             problem = entry_problem(path)
@@ -141,6 +145,12 @@ class LogdirStatus:
         elif not os.path.isdir(self._abs()):
             reason = "no_logdir"
             message = "The logdir %s does not exist.%s" % (self._abs(), self._relative_hint())
+        elif counts["event_files"] == 0 and counts["ms_files"] == 0 and counts.get("rank_files"):
+            reason = "only_rank_files"
+            message = ("Found %d per-rank statistics file(s) (cluster/rank<k>%s, written by the callbacks on every "
+                       "rank) but no event files: the Cluster section shows the ranks; the charts need event "
+                       "files, which TrainMonitor writes on rank 0 (on every rank with all_ranks=True)."
+                       % (counts["rank_files"], metadata.RANK_FILE_SUFFIX))
         elif counts["event_files"] == 0 and counts["ms_files"] == 0:
             reason = "no_event_files"
             message = ("No event files under %s. Record a run with the tb_mindspore_callbacks.TrainMonitor "
@@ -177,6 +187,7 @@ class LogdirStatus:
             "counts": {
                 "event_files": counts["event_files"],
                 "ms_files": counts["ms_files"],
+                "rank_files": counts.get("rank_files", 0),
                 "runs": int(run_count),
             },
         }
@@ -194,8 +205,8 @@ class LogdirStatus:
 
     def _scan(self):
         if not self._logdir or (self._local() and not os.path.isdir(self._abs())):
-            return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "entries": 0, "truncated": False,
-                    "event_paths": [], "hostile": []}
+            return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "rank_files": 0, "entries": 0,
+                    "truncated": False, "event_paths": [], "hostile": []}
         return scan(self._abs())
 
 

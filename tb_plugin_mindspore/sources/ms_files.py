@@ -3,7 +3,8 @@
 ``SummaryRecord`` and ``SummaryCollector`` write ``<prefix>.out.events.summary.<time>.<device>.<host><suffix>``
 (default prefix ``events``, suffix ``_MS``) and a ``..._lineage`` twin. Both use TFRecord framing
 (``u64 length | masked crc32c(length) | payload | masked crc32c(payload)``); the payload is MindSpore's ``Event``
-(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore.
+(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore. The
+records are split by the one record reader, ``io/records.scan``; this module adds files: pieces, refusals, replacement.
 
 :class:`MsFile` reads one file from where it stopped last time:
 
@@ -24,9 +25,9 @@ The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`la
 ``convert`` build on them.
 """
 
+import errno
 import json
 import os
-import re
 import stat
 import struct
 
@@ -35,26 +36,21 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..io import fs, ms_proto
+from ..io.records import FOOTER_BYTES, HEADER_BYTES, masked, scan
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"
-HEADER_BYTES = 12
-FOOTER_BYTES = 4
-# A length above this is treated as corruption even if its checksum matches (no real event is this large).
-MAX_RECORD_BYTES = 256 << 20
 # Problems kept per file; later ones are only counted.
 MAX_PROBLEMS_PER_FILE = 50
 # A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
 # costs no memory), and is read once into its own buffer.
 LARGE_RECORD_BYTES = 8 << 20
+# A local file is read in pieces of this size (see MsFile.read_payloads).
+READ_PIECE = 1 << 20
+_U32 = struct.Struct("<I").unpack_from
 # First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
 HEAD_BYTES = 64
 
-_U64 = struct.Struct("<Q").unpack_from
-_U32 = struct.Struct("<I").unpack_from
-_crc = google_crc32c.value
-_ZERO4 = b"\x00\x00\x00\x00"
-_NONZERO = re.compile(rb"[^\x00]")
 
 
 def file_kind(name):
@@ -64,115 +60,6 @@ def file_kind(name):
     if name.endswith(LINEAGE_SUFFIX):
         return "lineage"
     return "summary"
-
-
-def _masked(crc):
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def _header_ok(buf, off):
-    return _masked(_crc(buf[off:off + 8])) == _U32(buf, off + 8)[0]
-
-
-def _find_resync(buf, start):
-    """First offset >= start that holds a plausible record header (and a valid payload if complete), else None.
-
-    Candidates need the four high bytes of the length to be zero (records are < 4 GiB), which ``bytes.find`` finds
-    at C speed; runs of zero bytes are skipped as a whole (an all-zero header is never valid).
-    """
-    end = len(buf)
-    pos = start
-    while pos + HEADER_BYTES <= end:
-        j = buf.find(_ZERO4, pos + 4)
-        if j < 0:
-            return None
-        p = j - 4
-        if p + HEADER_BYTES > end:
-            return None
-        if buf[p + 8:p + 12] == _ZERO4 and buf[p:p + 4] == _ZERO4:
-            m = _NONZERO.search(buf, p)
-            if m is None:
-                return None
-            pos = max(p + 1, m.start() - 11)
-            continue
-        if _header_ok(buf, p):
-            (n,) = _U64(buf, p)
-            stop = p + HEADER_BYTES + n
-            if n <= MAX_RECORD_BYTES:
-                if stop + FOOTER_BYTES > end:
-                    return p
-                if _masked(_crc(buf[p + HEADER_BYTES:stop])) == _U32(buf, stop)[0]:
-                    return p
-        pos = p + 1
-    return None
-
-
-class ScanResult:
-    __slots__ = ("payloads", "offsets", "consumed", "problems", "need", "resyncing")
-
-    def __init__(self):
-        self.payloads = []
-        self.offsets = []
-        self.consumed = 0
-        self.problems = []
-        self.need = 0          # bytes (from ``consumed``) the next record needs, when it is incomplete
-        self.resyncing = False
-
-
-def scan(buf, base=0, resyncing=False):
-    """Splits ``buf`` (the file's bytes from offset ``base``) into record payloads.
-
-    Returns a :class:`ScanResult`: the payloads with good checksums and their file offsets, ``consumed`` (how many
-    bytes of ``buf`` are done with; the next read starts at ``base + consumed``), problems as
-    ``(file offset, reason)`` and, if the last record is incomplete, ``need`` = its full size. ``resyncing``: the
-    previous call stopped inside a damaged region (no new problem is reported for it).
-    """
-    res = ScanResult()
-    payloads, offsets, problems = res.payloads, res.offsets, res.problems
-    app, oapp = payloads.append, offsets.append
-    end = len(buf)
-    off = 0
-    if resyncing:
-        nxt = _find_resync(buf, 0)
-        if nxt is None:
-            res.consumed = max(0, end - (HEADER_BYTES - 1))
-            res.resyncing = True
-            return res
-        problems.append((base + nxt, "resynchronized: next valid record"))
-        off = nxt
-    while off + HEADER_BYTES <= end:
-        (n,) = _U64(buf, off)
-        stop = off + HEADER_BYTES + n
-        if stop + FOOTER_BYTES <= end:
-            data = buf[off + HEADER_BYTES:stop]
-            crc = _crc(data)
-            if (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF == _U32(buf, stop)[0]:
-                app(data)
-                oapp(base + off)
-                off = stop + FOOTER_BYTES
-                continue
-            # Payload checksum wrong: the payload is damaged if the length is right, else the framing is lost.
-            if n <= MAX_RECORD_BYTES and _header_ok(buf, off):
-                problems.append((base + off, "bad payload checksum; record skipped"))
-                off = stop + FOOTER_BYTES
-                continue
-        elif n <= MAX_RECORD_BYTES and _header_ok(buf, off):
-            res.need = stop + FOOTER_BYTES - off
-            break                      # incomplete record: wait for the writer
-        reason = "bad length checksum" if not _header_ok(buf, off) else "record length %d too large" % n
-        nxt = _find_resync(buf, off + 1)
-        if nxt is None:
-            problems.append((base + off, reason + "; skipping to the next valid record"))
-            res.consumed = max(off + 1, end - (HEADER_BYTES - 1))
-            res.resyncing = True
-            return res
-        problems.append((base + off, "%s; skipped %d bytes" % (reason, nxt - off)))
-        off = nxt
-    else:
-        if off < end:
-            res.need = HEADER_BYTES
-    res.consumed = off
-    return res
 
 
 class MsFile:
@@ -284,10 +171,16 @@ class MsFile:
     def read_payloads(self, max_bytes):
         """Reads up to about ``max_bytes`` new bytes; returns ``(payloads, offsets, bytes_read)``.
 
-        A single record larger than ``max_bytes`` is still read whole. Problems are recorded on the object.
+        A local file is read in pieces of at most ``READ_PIECE`` bytes (what a read holds in memory at once, so a
+        huge or hostile file costs a piece, never its size, and no large buffer lingers in the allocator's heap);
+        a remote one in one byte range. A single record larger than a piece is still read whole. Problems are
+        recorded on the object.
         """
         if self._stat() is None:
             return [], [], 0
+        payloads, offsets, nread = [], [], 0
+        budget = max(int(max_bytes), HEADER_BYTES)
+        piece = budget if fs.is_remote(self.path) else min(budget, READ_PIECE)
         try:
             with _open_regular(self.path) as f:
                 st = fs.fstat(f)
@@ -295,32 +188,41 @@ class MsFile:
                     return [], [], 0
                 self._check_identity(st, f)
                 size = self.size = st.st_size
-                if size <= self.offset:
-                    return [], [], 0
-                want = min(size - self.offset, max(int(max_bytes), HEADER_BYTES))
-                f.seek(self.offset)
-                buf = f.read(want)
-                res = scan(buf, self.offset, self._resyncing)
-                if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
-                    # One record larger than the chunk, and the file holds all of it.
-                    if res.need > LARGE_RECORD_BYTES and not self._resyncing:
-                        return self._read_large(f, res.need, size)
+                while self.offset < size and nread < budget:
+                    want = min(size - self.offset, piece, max(budget - nread, HEADER_BYTES))
                     f.seek(self.offset)
-                    buf = f.read(res.need)
+                    buf = f.read(want)
                     res = scan(buf, self.offset, self._resyncing)
+                    if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
+                        # One record larger than the piece, and the file holds all of it.
+                        if payloads:
+                            break                    # the next call reads it
+                        if res.need > LARGE_RECORD_BYTES and not self._resyncing:
+                            return self._read_large(f, res.need, size)
+                        f.seek(self.offset)
+                        buf = f.read(res.need)
+                        res = scan(buf, self.offset, self._resyncing)
+                    nread += len(buf)
+                    self._take(res, size, reached_end=self.offset + len(buf) >= size)
+                    payloads += res.payloads
+                    offsets += res.offsets
+                    if res.consumed == 0 or self.pending:
+                        break
         except OSError as e:
             self._report_io(e)
-            return [], [], 0
+            return payloads, offsets, nread
         self._io_error = None
+        return payloads, offsets, nread
+
+    def _take(self, res, size, reached_end):
+        """Moves past what a scan consumed, recording its problems."""
         for offset, reason in res.problems:
             self.problem(offset, reason)
         self._resyncing = res.resyncing
-        reached_end = self.offset + len(buf) >= size
         self.offset += res.consumed
-        # An incomplete record counts as pending only when it is the file's last one (not the end of a chunk).
+        # An incomplete record counts as pending only when it is the file's last one (not the end of a piece).
         self.pending = size - self.offset if res.need and reached_end else 0
         self.records += len(res.payloads)
-        return res.payloads, res.offsets, len(buf)
 
     def _read_large(self, f, total, size):
         """One record of ``total`` bytes (header and footer included) at ``offset``, its length checksum good: the
@@ -339,7 +241,7 @@ class MsFile:
         footer = f.read(FOOTER_BYTES)
         self._io_error = None
         payloads, offsets = [], []
-        if len(footer) == FOOTER_BYTES and _masked(crc) == _U32(footer, 0)[0]:
+        if len(footer) == FOOTER_BYTES and masked(crc) == _U32(footer, 0)[0]:
             f.seek(start)
             payloads, offsets = [f.read(n)], [self.offset]
             self.records += 1
@@ -353,7 +255,10 @@ class MsFile:
         text = "%s: %s" % (type(error).__name__, error.strerror or error)
         if self._io_error != text:
             self._io_error = text
-            self.problem(self.offset, "cannot read file (%s); will retry" % text)
+            if getattr(error, "errno", None) == errno.ELOOP:
+                self.problem(self.offset, "symbolic link loop; never read")
+            else:
+                self.problem(self.offset, "cannot read file (%s); will retry" % text)
             self.skipped -= 1  # nothing was skipped, only delayed
 
     def read_events(self, max_bytes):

@@ -34,9 +34,9 @@ def interval(scalar_tag, minimum, mean, maximum, count, nonfinite):
                                                                                nonfinite))
 
 
-def layers(tag, layer_names, values, description=""):
+def layers(tag, layer_names, values, description="", frozen=()):
     """One value per layer at one step (update ratio, gradient norm, weight norm, ...): ``contract.layers``."""
-    return contract.layers.value(tag, layer_names, values, description)
+    return contract.layers.value(tag, layer_names, values, description, frozen)
 
 
 def run_info(info):

@@ -42,9 +42,8 @@ import weakref
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from ..io import records
-from . import summary
-from ..io import fs
+from ..io import fs, records
+from . import summary, write_faults
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +165,9 @@ class SummaryWriter:
     def interval(self, scalar_tag, minimum, mean, maximum, count, nonfinite, step, wall_time=None):
         self._submit(step, wall_time, summary.interval, (scalar_tag, minimum, mean, maximum, count, nonfinite))
 
-    def layers(self, tag, layer_names, values, step, wall_time=None):
-        self._submit(step, wall_time, summary.layers, (tag, tuple(layer_names), values))
+    def layers(self, tag, layer_names, values, step, wall_time=None, frozen=()):
+        """One value per layer; ``frozen``: the names the optimizer does not train (marked in the content)."""
+        self._submit(step, wall_time, summary.layers, (tag, tuple(layer_names), values, "", tuple(frozen)))
 
     def histogram(self, tag, values, step, wall_time=None):
         self._submit(step, wall_time, summary.histogram, (tag, values))
@@ -307,8 +307,7 @@ class SummaryWriter:
     def _fail(self, error):
         if self.failed is None:
             self.failed = error
-            logger.warning("tb-mindspore: stopped writing %s (%s); training continues without monitoring",
-                           self.path, error)
+            write_faults.report(self.path, error, "writing %s" % self.path, scope=self.logdir)   # once per fault
         with self._lock:
             if self._file is not None:
                 try:
@@ -622,7 +621,8 @@ def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
     flushed and stay open: if the program goes on (the interrupt caught, a graceful-stop flag set), recording goes
     on, and a program that ends closes them at exit. If the signal's default action ends the process, the writers
     are closed first. Only possible from the main thread (Python's rule); elsewhere this does nothing and returns
-    False. Installing twice does not chain our handler to itself.
+    False. Installing twice does not chain our handler to itself. A signal the process ignores (``SIG_IGN``: a job
+    started in the background by a shell ignores SIGINT) is left alone: it ends nothing, so nothing is closed.
 
     Note: MindSpore's runtime installs its own SIGINT handler during the first training steps (replacing whatever
     Python had, ours and the user's); it ends the process with SIGTERM, which this SIGTERM handler still catches,
@@ -634,6 +634,8 @@ def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
         if sig in _installed_signals:
             continue
         previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:
+            continue    # the process ignores it (a job started in the background by a shell): so do we
 
         def handler(signum, frame, _previous=previous):
             if callable(_previous):

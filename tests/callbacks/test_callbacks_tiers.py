@@ -104,7 +104,7 @@ def test_all_tiers_written_at_their_steps(tmp_path, mode):
     assert sum(value_at(hists[metadata.ACTIVATION_PREFIX + "0"], 4).bucket) == 4 * 8
     assert sum(value_at(hists[metadata.ACTIVATION_PREFIX + "2"], 4).bucket) == 4 * 2
     _, info = run_info(tensors)
-    assert info["debug"]["items"] == ["update_ratio", "layer_grad_norm", "activations", "data_wait"]
+    assert info["debug"]["items"] == ["update_ratio", "layer_grad_norm", "activations", "data_wait", "attention_logits"]
     assert info["debug"]["activation_cells"] == ["0", "2"]
 
 

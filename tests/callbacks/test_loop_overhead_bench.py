@@ -54,3 +54,52 @@ def test_thread_cpu_counts_a_busy_thread_by_its_name():
     stop.set()
     worker.join()
     assert used["tbms-busy"] >= 0.1, used
+
+
+def _bench(name):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_paired_median_interval_is_distribution_free_and_narrows_with_rounds():
+    """``bench/paired.py``'s 95% interval of the median ratio: order statistics of the rounds (binomial), so it holds
+    the median, is None below 6 rounds, and is met (within +-target) only once enough rounds agree."""
+    paired = _bench("paired")
+    assert paired.median_ci([1.0] * 5) is None
+    # n = 10: the binomial interval is the 2nd and 9th order statistics (P(B <= 1) = 0.011 <= 0.025 < P(B <= 2)).
+    values = [1.0 + 0.001 * i for i in range(10)]
+    assert paired.median_ci(values) == (values[1], values[8])
+    wide = [1.0, 1.02, 0.98, 1.03, 0.97, 1.01, 0.99, 1.04, 0.96, 1.0]
+    assert not paired.ci_met(wide, 0.005)
+    narrow = [1.01 + 0.0001 * ((i * 7) % 11) for i in range(60)]
+    low, high = paired.median_ci(narrow)
+    assert low <= 1.0105 <= high
+    assert paired.ci_met(narrow, 0.005)
+
+
+def test_cost_table_rejects_unknown_sizes_modes_and_round_counts():
+    cost_table = _bench("cost_table")
+    with pytest.raises(SystemExit):
+        cost_table.parse_args(["--sizes", "5m"])
+    with pytest.raises(SystemExit):
+        cost_table.parse_args(["--modes", "sink"])
+    with pytest.raises(SystemExit):
+        cost_table.parse_args(["--rounds", "9", "--max-rounds", "3"])
+    args = cost_table.parse_args(["--quick"])
+    assert args.size_list == ["0.1m"] and args.rounds == 3
+
+
+@pytest.mark.slow
+def test_cost_table_quick_gives_a_row_per_entry_point(tmp_path):
+    """``bench/cost_table.py --quick`` (GRAPH_MODE here): one row per entry point, with its command, ending in JSON."""
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cost_table.py"), "--quick", "--modes", "graph"],
+                          capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
+    assert [(r["mode"], r["entry"]) for r in rows] == [("graph", "model"), ("graph", "loop")]
+    for r in rows:
+        assert r["errors"] == 0 and r["bare_ms_per_step"] > 0 and r["rounds"] == 3
+        assert r["command"].startswith("python bench/paired.py --size 0.1m --modes graph")

@@ -49,3 +49,30 @@ def test_cluster_heatmap_groups_ranks_by_node_and_marks_the_stopped_rank(cluster
     frame.wait_for_function("() => document.querySelector('[data-testid=cluster-legend]').textContent"
                             ".startsWith('Data wait')", timeout=20000)
     assert not page.console_errors, page.console_errors
+
+
+def test_a_refused_rank_file_is_shown_as_refused(tmp_path, page):
+    """A rank file this version cannot read is marked "refused" with its reason (hover), not drawn as a rank that
+    never wrote; status names it."""
+    import json
+    import urllib.request
+
+    import numpy as np
+
+    from cluster_data import write_rank_file
+    from tb_plugin_mindspore.contract import rank_file
+
+    root = tmp_path / "logs"
+    for rank in (0, 1):
+        write_rank_file(str(root / "job" / "cluster" / ("rank%d.tbmsrank" % rank)), rank, np.arange(1, 21),
+                        1.7e9 + np.arange(1, 21), {"step_time_ms": np.full(20, 100.0 + rank)}, rank_size=3)
+    (root / "job" / "cluster" / "rank2.tbmsrank").write_bytes(rank_file.MAGIC + (2 ** 32 - 1).to_bytes(4, "little"))
+    with tensorboard_process(root) as base:
+        frame = open_tab(page, base)
+        frame.wait_for_selector(PANEL + "[data-state=ready]", timeout=60000).scroll_into_view_if_needed()
+        mark = frame.wait_for_selector("[data-testid=cluster-rank][data-rank='2'] [data-testid=cluster-refused]")
+        assert mark.text_content() == "refused" and "larger than" in mark.get_attribute("title")
+        with urllib.request.urlopen(base + "/data/plugin/mindspore/status", timeout=30) as r:
+            warnings = json.loads(r.read())["warnings"]
+        assert any(w["file"] == "job/cluster/rank2.tbmsrank" and "refused" in w["reason"] for w in warnings)
+    assert not page.console_errors, page.console_errors

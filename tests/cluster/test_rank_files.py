@@ -3,6 +3,9 @@ the end (a killed process) left for later, incremental reads, replaced files, fo
 
 import math
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -61,11 +64,11 @@ def test_a_row_cut_short_is_read_once_complete_and_reads_are_incremental(tmp_pat
 
 def test_a_replaced_file_is_read_from_its_start_and_a_rerun_step_keeps_its_last_row(tmp_path):
     path = str(tmp_path / "cluster" / "rank0.tbmsrank")
-    write_rank_file(path, 0, np.arange(1, 11), np.arange(1, 11) * 1.0, {"loss": np.full(10, 1.0)})
+    write_rank_file(path, 0, np.arange(1, 11), 1e9 + np.arange(1, 11), {"loss": np.full(10, 1.0)})
     data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
     data.reload()
     os.remove(path)
-    write_rank_file(path, 0, np.array([1, 2, 3, 2]), np.arange(4) * 1.0, {"loss": np.array([5.0, 6.0, 7.0, 8.0])})
+    write_rank_file(path, 0, np.array([1, 2, 3, 2]), 1e9 + np.arange(4), {"loss": np.array([5.0, 6.0, 7.0, 8.0])})
     data.reload()
     _, steps, _, mats = data.aligned()
     assert steps.tolist() == [1, 2, 3] and mats["loss"][0][0].tolist() == [5.0, 8.0, 7.0]
@@ -82,7 +85,7 @@ def test_foreign_files_are_refused_with_a_reason(tmp_path):
                                                                (1, str(bad))])
     data.reload()
     ranks, steps, _, _ = data.aligned()
-    assert steps.tolist() == [1, 2, 3] and "magic" in [r for r in ranks if r.rank == 1][0].error
+    assert steps.tolist() == [1, 2, 3] and "magic" in [r for r in ranks if r.rank == 1][0].refused
 
 
 def test_fifo_named_like_a_rank_file_is_never_opened(tmp_path):
@@ -107,6 +110,108 @@ def test_rank_stats_arguments_are_checked(kwargs, message):
         RankStats(**kwargs)
 
 
+_WRITER = """
+import os, sys, time
+from tb_mindspore_callbacks.recorders.rank_stats import RankStats
+stats = RankStats(sys.argv[1], rank=0, rank_size=1)
+base, wait_for = float(sys.argv[2]), sys.argv[3]
+for step in range(1, 1201):
+    stats.record(step, loss=base + step)
+    if step == 600 and wait_for != "-":     # the first job goes on only once the second one has ended
+        deadline = time.time() + 120
+        while not os.path.exists(wait_for) and time.time() < deadline:
+            time.sleep(0.05)
+stats.close()
+print("FAILED" if stats.failed is not None else "WROTE", flush=True)
+"""
+
+
+def test_a_second_process_never_interleaves_a_rank_file(tmp_path):
+    """Two jobs given the same run folder: one writes the rank file, the other warns once and writes nothing (before:
+    2,400 rows for 1,200 steps, steps out of order, mixed in the view)."""
+    done = tmp_path / "second_done"
+    first = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "0", str(done)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    path = tmp_path / "cluster" / "rank0.tbmsrank"
+    deadline = time.time() + 60
+    while not (path.exists() and path.stat().st_size > 200) and time.time() < deadline:
+        time.sleep(0.01)
+    second = subprocess.run([sys.executable, "-c", _WRITER, str(tmp_path), "10000", "-"], capture_output=True,
+                            text=True, timeout=120)
+    done.write_text("")
+    out, err = first.communicate(timeout=120)
+    assert "WROTE" in out and "FAILED" in second.stdout, (out, err, second.stdout, second.stderr)
+    assert second.stderr.count("another process is writing") == 1, second.stderr
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, str(path))])
+    data.reload(complete=True)
+    ranks, steps, _, mats = data.aligned()
+    assert steps.tolist() == list(range(1, 1201))
+    np.testing.assert_array_equal(mats["loss"][0][0], np.arange(1, 1201, dtype=np.float32))   # the first's only
+    assert os.path.getsize(path) == rank_file.parse_header(path.read_bytes())[1] + 1200 * rank_file.record_dtype(
+        metadata.RANK_FIELDS).itemsize
+
+
+def test_impossible_and_zero_records_are_left_out_and_counted(tmp_path):
+    path = str(tmp_path / "cluster" / "rank0.tbmsrank")
+    steps = np.array([1, 2, 3, 4, 5, 6, 7])
+    walls = np.array([1e9 + 1, 1e9 + 2, np.inf, 1e9 + 4, -5.0, 1e9 + 6, 1e9 + 7])
+    write_rank_file(path, 0, steps, walls, {"loss": np.arange(1.0, 8.0)})
+    with open(path, "r+b") as f:            # rows 4 and 6: a negative step and step 2^63 - 1
+        raw = bytearray(f.read())
+        start = rank_file.parse_header(bytes(raw))[1]
+        dtype = rank_file.record_dtype(metadata.RANK_FIELDS)
+        rec = np.frombuffer(raw, dtype=dtype, offset=start, count=7).copy()
+        rec["step"][3], rec["step"][5] = -4, 2 ** 63 - 1
+        raw[start:] = rec.tobytes() + bytes(dtype.itemsize * 3)          # and three all-zero records
+        f.seek(0)
+        f.write(raw)
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    data.reload()
+    (rank,), kept, _, _ = data.aligned()
+    assert kept.tolist() == [1, 2, 7]
+    assert rank.rejected == {"all_zero": 3, "bad_step": 2, "bad_wall_time": 2}
+    reasons = " | ".join(rank.problems())
+    assert "3 records left out: all zero bytes" in reasons and "2 records left out: an impossible step" in reasons
+    assert "2 records left out: an impossible wall time" in reasons
+
+
+def test_at_most_the_newest_rows_are_kept_per_rank(tmp_path, monkeypatch):
+    from tb_plugin_mindspore.sources import cluster_ranks
+
+    monkeypatch.setattr(cluster_ranks, "MAX_KEPT_STEPS", 1000)
+    monkeypatch.setattr(cluster_ranks, "_READ_CHUNK", 4096)
+    path = str(tmp_path / "cluster" / "rank0.tbmsrank")
+    n = 5000
+    write_rank_file(path, 0, np.arange(1, n + 1), 1e9 + np.arange(1, n + 1), {"loss": np.arange(n, dtype=float)})
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    data.reload(complete=True)
+    (rank,), steps, _, _ = data.aligned()
+    assert steps.tolist() == list(range(n - 999, n + 1)) and rank.dropped == n - 1000
+    assert "4000 older rows let go (at most 1000 are kept per rank)" in rank.problems()
+
+
+@pytest.mark.parametrize("header, reason", [
+    (rank_file.MAGIC + (2 ** 32 - 1).to_bytes(4, "little"), "larger than"),
+    (rank_file.MAGIC + b"\x10\x00\x00\x00" + b'{"version": 99,}', "not JSON"),
+    (rank_file.MAGIC + (16).to_bytes(4, "little") + b'{"version": 999}', "not readable by this version"),
+])
+def test_a_refused_rank_file_is_shown_as_refused_with_its_reason(tmp_path, header, reason):
+    from tb_plugin_mindspore.answers.cluster import ClusterReader
+
+    write_rank_file(str(tmp_path / "run" / "cluster" / "rank0.tbmsrank"), 0, np.arange(1, 4), 1e9 + np.arange(1, 4),
+                    {"loss": np.ones(3)})
+    (tmp_path / "run" / "cluster" / "rank1.tbmsrank").write_bytes(header + bytes(64))
+    import gzip
+    import json
+
+    reader = ClusterReader(str(tmp_path))
+    body = json.loads(gzip.decompress(reader.matrix("run", "loss").data))
+    rows = {r["rank"]: r for r in body["ranks"]}
+    assert rows[0]["refused"] is None and rows[1]["label"] == "rank 1 (refused)" and reason in rows[1]["refused"]
+    (problem,) = [p for p in reader.problems() if p["file"] == "run/cluster/rank1.tbmsrank"]
+    assert problem["reason"].startswith("rank 1: refused: ") and reason in problem["reason"]
+
+
 def test_an_unwritable_folder_stops_the_rows_with_one_warning_and_never_raises(tmp_path, caplog):
     from tb_mindspore_callbacks.recorders.rank_stats import RankStats
 
@@ -117,4 +222,26 @@ def test_an_unwritable_folder_stops_the_rows_with_one_warning_and_never_raises(t
         stats.record(step, 1.0, 1.0)
     stats.close()
     assert stats.failed is not None
-    assert sum("rank 0 statistics stopped" in r.getMessage() for r in caplog.records) == 1
+    assert sum("stopped rank 0 statistics" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_damaged_record_in_a_rank_folder_loses_only_that_record(tmp_path):
+    """A rank folder's event file read through the one record reader: a record whose length checksum is wrong is
+    skipped, the framing is found again and the points after it are read; the damage is named."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from tb_plugin_mindspore.io import records
+
+    folder = tmp_path / "rank_0"
+    folder.mkdir()
+    frames = [records.frame(event_pb2.Event(step=step, wall_time=1e9 + step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="loss", simple_value=float(step))])).SerializeToString())
+        for step in range(1, 7)]
+    damaged = bytearray(frames[2])
+    damaged[0] ^= 0x01                                   # the length of step 3's record: the framing is lost
+    (folder / "events.out.tfevents.1.h").write_bytes(b"".join(frames[:2]) + bytes(damaged) + b"".join(frames[3:]))
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FOLDERS, [(0, str(folder))])
+    data.reload()
+    (rank,), steps, _, mats = data.aligned()
+    assert steps.tolist() == [1, 2, 4, 5, 6] and mats["loss"][0][0].tolist() == [1.0, 2.0, 4.0, 5.0, 6.0]
+    assert "bad length checksum" in rank.error

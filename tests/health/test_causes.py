@@ -256,6 +256,22 @@ def test_eval_loss_far_above_train_from_the_start_is_a_gap():
     assert f.level == "warn" and f.steps == (10, 100) and "BatchNorm" in f.message
 
 
+def test_eval_never_better_than_the_untrained_model_is_a_broken_eval_not_overfitting():
+    """The issue's case: eval loss 3-4x the train loss, rising a little, never below the untrained model's loss:
+    a broken evaluation (named as such), never "overfitting, keep the checkpoint from step N"."""
+    n = 100
+    t = np.arange(n)
+    train = 0.35 + 1.05 * np.exp(-t / 15.0)
+    ev_steps = np.arange(10, n + 1, 10)
+    ev = np.linspace(1.5, 1.4, ev_steps.size)
+    ev[5:] = np.linspace(1.4, 1.6, 5)           # and rising again: Prechelt's GL would call it overfitting
+    run = make_run({metadata.LOSS: train, metadata.EVAL_LOSS: (ev_steps, ev)})
+    (f,) = findings(run, "train_eval_gap")
+    assert f.message.startswith("The evaluation looks broken, not overfitting")
+    assert "best eval loss 1.4 at step 60, against 1.332 at the start" in f.message
+    assert [g.rule for g in serious(run)] == ["train_eval_gap"]
+
+
 def test_overfitting_is_not_a_gap():
     n = 100
     train = np.linspace(1.1, 0.01, n)

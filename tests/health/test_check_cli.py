@@ -53,6 +53,9 @@ def logdir(tmp_path_factory):
     return root
 
 
+OPTIONAL_FIELDS = {"layers", "source", "action", "checkpoint", "caused_by", "follow_ons", "causes"}
+
+
 def test_json_shape_and_statuses(logdir, capsys):
     code, out, err = run_check([str(logdir), "--format", "json"], capsys)
     assert code == 0 and err == ""
@@ -64,8 +67,12 @@ def test_json_shape_and_statuses(logdir, capsys):
     for r in report["runs"]:
         assert list(r) == ["run", "status", "findings"]
         for f in r["findings"]:
-            assert list(f) == ["rule", "level", "message", "tag", "steps"]
+            # The stable five first; then only the documented additions, each only when set.
+            assert list(f)[:5] == ["rule", "level", "message", "tag", "steps"]
+            assert set(list(f)[5:]) <= OPTIONAL_FIELDS, list(f)
             assert isinstance(f["steps"], list) and len(f["steps"]) == 2
+            for c in f.get("causes", []):
+                assert list(c) == ["cause", "likely", "evidence"] and isinstance(c["likely"], bool)
     nan = next(r for r in report["runs"] if r["run"] == "exp/nan")
     first = nan["findings"][0]
     assert first == {**first, "rule": "nonfinite", "level": "error", "tag": metadata.LOSS, "steps": [71, 120]}
@@ -165,7 +172,7 @@ def test_layer_vectors_and_intervals_survive_the_round_trip(tmp_path, capsys):
     found = {f["rule"]: f for f in json.loads(out)["runs"][0]["findings"]}
     assert "head.weight" in found["layer_not_learning"]["message"]
     assert found["layer_not_learning"]["tag"] == metadata.UPDATE_RATIO_LAYERS
-    assert found["grad_explosion"]["steps"] == [400, 400] and "interval max" in found["grad_explosion"]["message"]
+    assert found["grad_explosion"]["steps"] == [391, 400] and "interval max" in found["grad_explosion"]["message"]
 
 
 def test_standalone_command_exit_codes(logdir, tmp_path):

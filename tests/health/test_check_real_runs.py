@@ -269,6 +269,17 @@ def test_summary_collector_ms_files_are_checked(collector_logdir):
     assert note["level"] == "info" and "SummaryCollector" in note["message"]
 
 
+def test_closed_summary_collector_run_is_not_stalled_minutes_after_it_ended(collector_logdir):
+    """SummaryCollector writes no end marker of ours, but SummaryRecord makes its file read-only when it closes
+    it: a run whose ``*_MS`` files are all closed has ended, whatever the clock says."""
+    (run,) = sources.runs_from_logdir(collector_logdir)
+    assert run.state.ms_closed is True
+    for minutes in (3, 10, 60):
+        later = run.state.last_event_time + 60 * minutes
+        (run,) = sources.runs_from_logdir(collector_logdir, now=later)
+        assert [f for f in engine.check_run(run) if f.rule.startswith("run_")] == [], minutes
+
+
 def test_finished_run_is_never_stalled(logdir, constant_lr):
     run = _run(logdir, constant_lr, now=time.time() + 30 * 86400)
     assert run.last_step() == run.expected_last_step()

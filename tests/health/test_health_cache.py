@@ -67,11 +67,26 @@ def test_route_is_cached_and_recomputes_only_the_run_that_changed(tmp_path, load
         cache = plugin_of(app)._health
         first = app.plugin("/health")
         assert cache.computed == {"clean": 1, "other": 1}
+        # A run is judged once more when its series move to the door that holds every point (the plugin's store
+        # catching up after TensorBoard's sample answered first); then it is answered from the cache.
+        deadline = time.time() + 60
+        while True:   # each answer is shared for TOKEN_TTL_SECS: ask again after it, twice, to see it settle
+            seen = dict(cache.computed)
+            time.sleep(series_cache.TOKEN_TTL_SECS + 0.2)
+            first = app.plugin("/health")
+            if dict(cache.computed) == seen:
+                time.sleep(series_cache.TOKEN_TTL_SECS + 0.2)
+                app.plugin("/health", run="clean")
+                first = app.plugin("/health")
+                if dict(cache.computed) == seen:
+                    break
+            assert time.time() < deadline, cache.computed
+        assert all(n <= 2 for n in seen.values()), seen
         assert rule_set(first) == rule_set(health.check_logdir(str(root)))   # what the uncached check says
         for _ in range(3):
             assert app.plugin("/health") == first
             assert app.plugin("/health", run="clean")["runs"] == [r for r in first["runs"] if r["run"] == "clean"]
-        assert cache.computed == {"clean": 1, "other": 1}      # answered from the cache
+        assert dict(cache.computed) == seen      # answered from the cache
         # new data in one run (a NaN): that run alone is read again, and the answer shows it
         write_run(root / "other", steps=range(STEPS + 1, STEPS + 21), nan_at=STEPS + 5)
         app.wait_for_last_step("other", "core/loss", STEPS + 20)
@@ -83,7 +98,7 @@ def test_route_is_cached_and_recomputes_only_the_run_that_changed(tmp_path, load
             assert time.time() < deadline, body
             time.sleep(0.3)
         app.plugin("/health")
-        assert cache.computed["clean"] == 1 and cache.computed["other"] >= 2
+        assert cache.computed["clean"] == seen["clean"] and cache.computed["other"] > seen["other"]
     finally:
         app.close()
 

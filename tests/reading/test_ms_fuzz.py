@@ -9,7 +9,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tb_plugin_mindspore.io import records
-from tb_plugin_mindspore.sources import ms_files
 from tb_plugin_mindspore.io import ms_proto
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
@@ -26,7 +25,7 @@ def real_file(ms_fixtures, run="record"):
 
 
 def framed_payloads(buf):
-    res = ms_files.scan(buf)
+    res = records.scan(buf)
     assert not res.problems and res.consumed == len(buf)
     return res.payloads
 
@@ -37,12 +36,12 @@ def scan_all(buf, step=None):
     offset, resyncing = 0, False
     while offset < len(buf):
         end = len(buf) if step is None else min(len(buf), offset + step)
-        res = ms_files.scan(buf[offset:end], offset, resyncing)
+        res = records.scan(buf[offset:end], offset, resyncing)
         if res.consumed == 0:
             if end == len(buf):
                 break
             if step is not None and res.need:
-                res = ms_files.scan(buf[offset:offset + res.need], offset, resyncing)
+                res = records.scan(buf[offset:offset + res.need], offset, resyncing)
                 if res.consumed == 0:
                     break
             else:
@@ -83,7 +82,7 @@ def exercise(logdir):
 @FUZZ
 @given(st.binary(max_size=3000), st.booleans())
 def test_random_bytes_never_raise(buf, resyncing):
-    res = ms_files.scan(buf, 100, resyncing)
+    res = records.scan(buf, 100, resyncing)
     check_scan(res, buf, 100)
 
 
@@ -93,7 +92,7 @@ def test_truncated_tail_gives_a_prefix_and_no_warning(ms_fixtures, data):
     buf = real_file(ms_fixtures, data.draw(st.sampled_from(["record", "ops", "collector"])))
     full = framed_payloads(buf)
     cut = data.draw(st.integers(0, len(buf)))
-    res = ms_files.scan(buf[:cut])
+    res = records.scan(buf[:cut])
     check_scan(res, buf[:cut])
     assert res.problems == []
     assert res.payloads == full[:len(res.payloads)]
@@ -105,7 +104,7 @@ def test_truncated_tail_gives_a_prefix_and_no_warning(ms_fixtures, data):
 @given(st.data())
 def test_flipped_bytes_lose_only_damaged_records(ms_fixtures, data):
     buf = bytearray(real_file(ms_fixtures, data.draw(st.sampled_from(["record", "ops", "collector"]))))
-    original = ms_files.scan(bytes(buf))
+    original = records.scan(bytes(buf))
     full = original.payloads
     flips = data.draw(st.lists(st.tuples(st.integers(0, len(buf) - 1), st.integers(1, 255)), min_size=1,
                                max_size=6))
@@ -128,7 +127,7 @@ def test_flipped_bytes_lose_only_damaged_records(ms_fixtures, data):
 def test_garbage_between_records_is_skipped(ms_fixtures, data):
     buf = real_file(ms_fixtures)
     full = framed_payloads(buf)
-    res0 = ms_files.scan(buf)
+    res0 = records.scan(buf)
     index = data.draw(st.integers(1, len(full) - 1))
     at = res0.offsets[index]
     garbage = data.draw(st.binary(min_size=1, max_size=600) | st.just(b"\x00" * 500))
@@ -268,7 +267,7 @@ def test_vectorized_and_value_by_value_paths_agree(records_spec, budget):
         chunks.append(records.frame(ev.SerializeToString()))
     buf = b"".join(chunks)
     want_scalars, want_hists = {}, {}
-    mf_events = [ms_proto.Event.FromString(p) for p in ms_files.scan(buf).payloads]
+    mf_events = [ms_proto.Event.FromString(p) for p in records.scan(buf).payloads]
     # One name used for several kinds: the kind seen first keeps it (scalars first within a record), the others
     # get MindSpore's suffix.
     kinds = {}

@@ -15,7 +15,6 @@ import pytest
 
 from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.io import event_headers
-from tb_plugin_mindspore.sources import ms_files
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 
@@ -88,7 +87,7 @@ def _ms_files(ms_fixtures):
 
 
 def _ms_original(buf):
-    res = ms_files.scan(buf)
+    res = records.scan(buf)
     assert not res.problems and res.consumed == len(buf)
     return res.payloads, [off for off in res.offsets] + [len(buf)]
 
@@ -96,7 +95,7 @@ def _ms_original(buf):
 def _check_ms_truncations(buf, stride):
     payloads, starts = _ms_original(buf)
     for cut in _positions(len(buf), stride):
-        res = ms_files.scan(buf[:cut])
+        res = records.scan(buf[:cut])
         complete = sum(1 for end in starts[1:] if end <= cut)
         assert res.payloads == payloads[:complete] and not res.problems, cut
         assert res.consumed == starts[complete], cut
@@ -110,7 +109,7 @@ def _check_ms_flips(buf, stride, masks):
         for mask in masks:
             damaged = bytearray(buf)
             damaged[pos] ^= mask
-            res = ms_files.scan(bytes(damaged))
+            res = records.scan(bytes(damaged))
             got = [index.get(p) for p in res.payloads]
             assert None not in got and got == sorted(got), pos       # only written records, in order
             lost.append(len(payloads) - len(got))

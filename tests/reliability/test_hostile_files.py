@@ -56,6 +56,13 @@ def _nested_logdir(root):
     hostile.write_events(ev(root, "nested_landscape", hostile.EVENT_NAME), hostile.loss_events() + [
         hostile.good_landscape_event(step=1),
         hostile.json_tensor_event("landscape/random", '{"landscape": %s}' % hostile.nested_json(DEEP), step=2)])
+    good_event = json.dumps(metadata.health_event("nonfinite", "error", 7, first_step=7, message="loss NaN"))
+    hostile.write_events(ev(root, "nested_health", hostile.EVENT_NAME), hostile.loss_events() + [
+        hostile.json_tensor_event(metadata.HEALTH_EVENT, good_event, metadata.KIND_HEALTH_EVENT, step=7),
+        hostile.json_tensor_event(metadata.HEALTH_EVENT, '{"rule": %s}' % hostile.nested_json(DEEP),
+                                  metadata.KIND_HEALTH_EVENT, step=9),
+        hostile.json_tensor_event(metadata.RUN_END, '{"status": %s}' % hostile.nested_json(DEEP),
+                                  metadata.KIND_RUN_END, step=20)])
     hostile.write_events(ev(root, "bad_landscape", hostile.EVENT_NAME), hostile.loss_events() + [
         hostile.json_tensor_event("landscape/random",
                                   '{"landscape": {"x": [0, 1, 2], "y": [0, 1, 2], "z": [1, 2, 3, 4, 5]}}')])
@@ -66,7 +73,8 @@ def _nested_logdir(root):
 def test_nested_json_is_isolated_to_its_series(tmp_path, load_fast):
     app = App(_nested_logdir(tmp_path / "logs"), load_fast=load_fast)
     try:
-        app.wait_for_runs(["good", "nested_content", "nested_info", "nested_landscape", "bad_landscape"])
+        app.wait_for_runs(["good", "nested_content", "nested_info", "nested_landscape", "bad_landscape",
+                           "nested_health"])
         _wait(lambda: len(app.plugin("/landscapes")["runs"]) == 2, what="landscapes loaded")
         for route in LISTING_ROUTES:
             app.plugin(route)                                    # 200, JSON
@@ -85,8 +93,26 @@ def test_nested_json_is_isolated_to_its_series(tmp_path, load_fast):
         reasons = {w["run"]: w["reason"] for w in warnings}
         assert "deeper than 64" in reasons["nested_content"] and "5 losses for a 3 x 3 grid" in reasons["bad_landscape"]
         assert ("good", "landscape/random") not in found
+        # A health event and a run end marker nested 100,000 deep: named, the readable event still judged.
+        named = {(w["tag"], w["step"]): w["reason"] for w in warnings if w["run"] == "nested_health"}
+        assert "health event at step 9 left out" in named[(metadata.HEALTH_EVENT, 9)]
+        assert "run end marker at step 20 left out" in named[(metadata.RUN_END, 20)]
+        assert "deeper than 64" in named[(metadata.HEALTH_EVENT, 9)]
+        health = {r["run"]: r for r in app.plugin("/health")["runs"]}
+        assert any(f["rule"] in ("nonfinite", "live_health") and f.get("source", "").endswith("live")
+                   for f in health["nested_health"]["findings"]), health["nested_health"]
     finally:
         app.close()
+
+
+def test_nested_health_events_are_named_by_check(tmp_path):
+    root = _nested_logdir(tmp_path / "logs")
+    proc = subprocess.run([CLI, "check", str(root), "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    named = {(w["run"], w.get("tag"), w.get("step")) for w in json.loads(proc.stdout)["warnings"]}
+    assert {("nested_health", metadata.HEALTH_EVENT, 9), ("nested_health", metadata.RUN_END, 20),
+            ("nested_info", metadata.RUN_INFO, 1)} <= named, named
+    assert "health event at step 9 left out" in proc.stderr
 
 
 def test_malformed_ms_landscape_is_reported_and_not_converted(tmp_path):
@@ -202,6 +228,43 @@ def test_fifo_and_symlink_loops_are_status_warnings(tmp_path):
         assert "FIFO" in by_file["fifo/" + hostile.MS_NAME]
         assert "symbolic link loop" in by_file["loop/" + hostile.MS_NAME]
         assert "symbolic link loop" in by_file["loop/" + hostile.EVENT_NAME]
+        for route in LISTING_ROUTES:
+            app.plugin(route)
+    finally:
+        app.close()
+
+
+def _undecodable_record(step):
+    """Good checksums, a tag that is not UTF-8: protobuf refuses the record."""
+    data = hostile.loss_events(step, tag="core/lossXX")[-1].SerializeToString().replace(b"lossXX", b"lo\xff\xfess")
+    return records.frame(data)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # TensorBoard's own thread
+@pytest.mark.parametrize("load_fast", ["false", "true"])
+def test_undecodable_record_is_skipped_and_named_by_the_server(tmp_path, load_fast):
+    """Before: the Python loader's reload thread died on it (no run loaded after it, ever); the fast loader skipped
+    it silently. Now both show every other run and record, later runs appear, and status names the record."""
+    root = tmp_path / "logs"
+    first, last = hostile.loss_events(1), hostile.loss_events(3)[-1:]
+    bad = hostile.write_events(str(root / "bad" / hostile.EVENT_NAME), first,
+                               tail=_undecodable_record(2) + records.frame(last[0].SerializeToString()))
+    hostile.write_events(str(root / "good" / hostile.EVENT_NAME), hostile.loss_events(5))
+    offset = os.path.getsize(bad) - len(records.frame(last[0].SerializeToString())) - len(_undecodable_record(2))
+    app = App(root, load_fast=load_fast)
+    try:
+        app.wait_for_runs(["bad", "good"])
+        hostile.write_events(str(root / "later" / hostile.EVENT_NAME), hostile.loss_events(5))
+        app.wait_for_runs(["later"], timeout=30)
+        (named,) = _wait(lambda: [w for w in _warnings(app) if w["file"] == "bad/" + hostile.EVENT_NAME],
+                         what="the record in the warnings")
+        assert named["offset"] == offset and "undecodable record" in named["reason"]
+        assert "utf-8" in named["reason"].lower()
+        _wait(lambda: [p[0] for p in app.plugin("/scalars", run="bad", tag="core/loss")["points"]] == [1, 3],
+              what="steps 1 and 3 of the damaged run")
+        if load_fast == "false":
+            reloading = app.plugin("/status")["reloading"]
+            assert reloading["by"] == "plugin" and reloading["ok"], reloading
         for route in LISTING_ROUTES:
             app.plugin(route)
     finally:

@@ -1,5 +1,5 @@
-"""The pure helpers behind the reliability promises: JSON depth limits, record-header scanning, the safe view of a
-logdir for ``check``, the data-server message."""
+"""The pure helpers behind the reliability promises: JSON depth limits, record-header scanning, undecodable records,
+the data-server message."""
 
 import os
 
@@ -7,9 +7,8 @@ import pytest
 
 import hostile
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.io import event_headers
+from tb_plugin_mindspore.io import event_headers, records
 from tb_plugin_mindspore.answers import problems
-from tb_plugin_mindspore.sources import safe_view
 
 
 @pytest.mark.parametrize("text,depth", [
@@ -65,22 +64,23 @@ def test_header_scanner_rescans_a_replaced_file_and_forgets_a_removed_one(tmp_pa
     assert scanner.findings([]) == [] and scanner._state == {}
 
 
-def test_safe_view_leaves_out_fifos_and_cuts_impossible_records(tmp_path):
-    root = tmp_path / "logs"
-    clean = _event_file(root / "clean")
-    with safe_view.safe_view(str(root / "clean")) as view:
-        assert view == str(root / "clean")          # nothing hostile: the logdir itself
-    huge = _event_file(root / "huge", tail=hostile.frame_header(1 << 60) + b"x" * 8)
-    (root / "fifo").mkdir()
-    os.mkfifo(root / "fifo" / hostile.EVENT_NAME)
-    found = safe_view.problems(str(root))
-    assert {p["file"] for p in found} == {"fifo/" + hostile.EVENT_NAME, os.path.relpath(huge, root)}
-    with safe_view.safe_view(str(root), found) as view:
-        names = sorted(os.path.relpath(os.path.join(r, n), view) for r, _, ns in os.walk(view) for n in ns)
-        assert names == sorted([os.path.relpath(clean, root), os.path.relpath(huge, root)])
-        assert os.path.islink(os.path.join(view, os.path.relpath(clean, root)))
-        assert os.path.getsize(os.path.join(view, os.path.relpath(huge, root))) == os.path.getsize(huge) - 20
-    assert not os.path.exists(view)
+def test_scanner_names_records_that_do_not_decode(tmp_path):
+    """Good checksums, a tag that is not UTF-8: TensorBoard's Python loader stopped reloading on it; named with its
+    offset, the records after it still scanned."""
+    good = records.frame(hostile.loss_events(1)[0].SerializeToString())
+    bad = records.frame(hostile.loss_events(1, tag="core/lossXX")[0].SerializeToString().replace(b"lossXX",
+                                                                                              b"lo\xff\xfess"))
+    path = hostile.write_events(str(tmp_path / "run" / hostile.EVENT_NAME), [], tail=good + bad + good + bad)
+    start = os.path.getsize(path) - 2 * len(good) - 2 * len(bad)
+    scanner = event_headers.HeaderScanner(str(tmp_path))
+    found = scanner.findings([path])
+    assert [f["offset"] for f in found] == [start + len(good), start + 2 * len(good) + len(bad)]
+    assert all("undecodable record" in f["reason"] and "utf-8" in f["reason"].lower() for f in found)
+    assert scanner.findings([path]) == found          # kept, not scanned again
+    scanner.MAX_UNDECODABLE_PER_FILE = 1
+    scanner._state.clear()
+    (first, more) = scanner.findings([path])
+    assert first == found[0] and more["reason"] == "1 more undecodable records in this file; skipped"
 
 
 def test_data_server_message_names_the_file_or_says_none_was_found():

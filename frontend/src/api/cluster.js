@@ -39,6 +39,7 @@ export function normalizeCluster(body) {
       rank: Number(r.rank),
       node: r.node ? String(r.node) : "",
       lastStep: r.last_step === null || r.last_step === undefined ? null : Number(r.last_step),
+      refused: r.refused ? String(r.refused) : "",
     })),
     lastStep: body.last_step === null || body.last_step === undefined ? null : Number(body.last_step),
     steps: Array.isArray(body.steps) ? body.steps.map(decodeNumber) : [],

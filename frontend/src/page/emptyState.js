@@ -6,6 +6,7 @@ const TITLES = {
   no_logdir: "TensorBoard has no log directory",
   no_event_files: "No event files under the log directory",
   only_ms_files: "MindSpore summary files with no curves yet",
+  only_rank_files: "Only per-rank statistics files",
   waiting_for_flush: "Waiting for the first data",
   no_scalars: "No scalar series yet",
 };
@@ -22,6 +23,10 @@ const HINTS = {
   only_ms_files: [
     "This tab reads MindSpore's own files (SummaryCollector, SummaryRecord, summary ops) directly: their scalars and histograms appear here as soon as they are written.",
     "An evaluation-only run (SummaryCollector in Model.eval) writes only a lineage file: its metrics and dataset pipeline are under Run info below.",
+  ],
+  only_rank_files: [
+    "The log directory holds per-rank statistics (cluster/rank<k>.tbmsrank): step times, data wait, memory and local loss of every rank, for the Cluster view.",
+    "The charts need event files: TrainMonitor writes them on rank 0 (on every rank with all_ranks=True).",
   ],
   waiting_for_flush: [
     "Event files exist but hold no data yet: the writer has not flushed its first values.",

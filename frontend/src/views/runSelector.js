@@ -9,7 +9,9 @@ import { RUN_SELECTOR_CSS as selectorCss } from "./runSelectorStyles.js";
 import { PALETTE } from "../base/colors.js";
 import { el, clear } from "../base/dom.js";
 import { groupRuns } from "../base/grouping.js";
+import { compileSafe } from "../base/safeRegex.js";
 import { fetchRunInfos } from "../api/runData.js";
+import { nameParts, setRunNames } from "../base/runNames.js";
 
 // A line chart with more runs than this is unreadable (and slow to fetch): the charts draw the first ones.
 export const MAX_CHART_RUNS = 100;
@@ -18,14 +20,13 @@ function escapeRegex(text) {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** {regex, valid}: the filter as a case-insensitive regex (plain text is matched literally when regex is false). */
+/** {regex, valid, error}: the filter as a case-insensitive regex (plain text is matched literally when regex is
+ * false), matched in time linear in a run name's length whatever the pattern (safeRegex.js: a pattern such as
+ * ^(a+)+$ froze the page with JavaScript's backtracking RegExp); error: why a pattern cannot be used. */
 export function compileFilter(text, regex = true) {
-  if (!text) return { regex: null, valid: true };
-  try {
-    return { regex: new RegExp(regex ? text : escapeRegex(text), "i"), valid: true };
-  } catch (e) {
-    return { regex: null, valid: false };
-  }
+  if (!text) return { regex: null, valid: true, error: "" };
+  const { regex: compiled, error } = compileSafe(regex ? text : escapeRegex(text), { ignoreCase: true });
+  return compiled ? { regex: compiled, valid: true, error: "" } : { regex: null, valid: false, error: `Not used: ${error}` };
 }
 
 function injectStyles() {
@@ -76,7 +77,7 @@ export class RunSelector {
       text: ".*",
       on: { click: () => this.setRegexMode(!this.regexMode) },
     });
-    this.filterError = el("div", { class: "ms-filter-error", text: "Invalid regular expression", hidden: true });
+    this.filterError = el("div", { class: "ms-filter-error", "data-testid": "run-filter-error", text: "", hidden: true });
     this.countLabel = el("span", { class: "ms-muted", "data-testid": "run-count" });
     const allButton = el("button", {
       type: "button",
@@ -94,6 +95,7 @@ export class RunSelector {
     });
     this.buildGroupControls();
     this.capNote = el("div", { class: "ms-muted ms-run-cap", "data-testid": "run-cap-note", hidden: true });
+    this.prefixNote = el("div", { class: "ms-muted ms-run-prefix", "data-testid": "run-prefix", hidden: true });
     this.list = el("ul", { class: "ms-run-list", "data-testid": "run-list" });
     this.element = el(
       "div",
@@ -104,6 +106,7 @@ export class RunSelector {
       this.groupRow,
       el("div", { class: "ms-run-actions" }, allButton, el("span", { class: "ms-muted", text: "·" }), noneButton),
       this.capNote,
+      this.prefixNote,
       this.list,
     );
     this.applyFilterState();
@@ -148,6 +151,12 @@ export class RunSelector {
     this.colors = colors;
     this.checkboxes.clear();
     this.items.clear();
+    // Names without the prefix every run shares (said once above the list); the whole name on hover.
+    const short = setRunNames(this.runs);
+    this.prefixNote.hidden = !short.prefix;
+    this.prefixNote.textContent = short.prefix ? `Every run starts with ${short.prefix}` : "";
+    this.prefixNote.title = short.prefix ? `Left out of the names below; hover a run for its whole name` : "";
+    this.prefixNote.dataset.prefix = short.prefix;
     for (const run of this.runs) {
       const box = el("input", {
         type: "checkbox",
@@ -171,7 +180,8 @@ export class RunSelector {
           { title: run },
           box,
           el("span", { class: "ms-swatch", style: { background: colors.get(run) || "#999" } }),
-          el("span", { class: "ms-run-name", "data-testid": "run-name", text: run, title: run }),
+          // Text nodes split after separators, with a line break opportunity between them (never HTML).
+          el("span", { class: "ms-run-name", "data-testid": "run-name", title: run }, nameParts(short.names.get(run)).flatMap((p, i) => (i ? [el("wbr"), p] : [p]))),
         ),
       );
       this.items.set(run, item);
@@ -219,10 +229,11 @@ export class RunSelector {
   }
 
   applyFilterState() {
-    const { regex, valid } = compileFilter(this.filterText, this.regexMode);
+    const { regex, valid, error } = compileFilter(this.filterText, this.regexMode);
     this.filter = regex;
     this.visibleCache = null;
     this.filterInput.classList.toggle("ms-invalid", !valid);
+    this.filterError.textContent = error;
     this.filterError.hidden = valid;
     let shown = 0;
     for (const [run, item] of this.items) {
@@ -326,9 +337,9 @@ export class RunSelector {
     let spec = null;
     let note = "";
     if (by === "regex" && pattern) {
-      const { regex, valid } = compileFilter(pattern, true);
+      const { regex, valid, error } = compileFilter(pattern, true);
       if (valid) spec = { by, regex };
-      else note = "Invalid regular expression";
+      else note = error;
     } else if (by === "hparam" && this.hparams) {
       if (hparam) spec = { by, name: hparam, hparams: this.hparams };
       else note = "No run has hyperparameters";

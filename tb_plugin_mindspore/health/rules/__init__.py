@@ -4,7 +4,8 @@ Every rule is ``fn(run, cfg) -> [Finding]`` where ``run`` is a :class:`~..series
 thresholds (its defaults, overridden by the user's configuration). A rule that lacks the series it needs returns
 nothing: absence of data is reported once, by ``no_loss``, not by every rule.
 
-One module per concern, in the order the rules run: ``presence`` (no_loss, nonfinite), ``gradients``, ``losses``,
+One module per concern, in the order the rules run: ``presence`` (no_loss, nonfinite), ``gradients``,
+``loss_scale`` (overflow storm, loss-scale collapse), ``losses``,
 ``learning_rate``, ``layers``, ``evaluation`` (overfitting), ``throughput``, ``run_state`` (stalled, unfinished),
 ``monitoring`` (log size, monitoring overhead), ``sharpness`` (curvature against the stability line), ``live``
 (the health events the callbacks recorded while training). ``base`` holds the registry, ``common`` what the rules share (the
@@ -24,9 +25,9 @@ Conventions:
 from ..detectors import MIN_WARMUP  # noqa: F401
 from .base import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, WARN, Finding, Rule, rule  # noqa: F401
 # Imported in the order the rules run (each module registers its rules in RULES).
-from . import presence, gradients, losses, learning_rate  # noqa: F401,I100
+from . import presence, gradients, loss_scale, losses, learning_rate  # noqa: F401,I100
 from . import layers, evaluation, throughput, run_state, monitoring  # noqa: F401,I100
-from . import sharpness  # noqa: F401,I100
+from . import sharpness, precursors  # noqa: F401,I100
 from . import cluster  # noqa: F401,I100
 from . import live  # noqa: F401,I100
 from . import mindformers  # noqa: F401,I100

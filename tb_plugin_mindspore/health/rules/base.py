@@ -26,10 +26,30 @@ class Finding:
     checkpoint: Optional[str] = None
     caused_by: Optional[dict] = None
     follow_ons: List["Finding"] = field(default_factory=list)
+    # What to do, kept apart from the facts until the report is built (``health/diagnosis.py`` may replace it with
+    # advice that names the likely cause); ``compose`` appends it to the message.
+    advice: str = ""
+    causes: List[dict] = field(default_factory=list)   # [{"cause", "likely", "evidence"}], most likely first
+    watch: bool = False     # a precursor: nothing went wrong yet, this usually comes before it (level info)
+
+    def compose(self):
+        """Appends the advice to the message (once) and does the same for the follow-ons."""
+        if self.advice:
+            self.message = "%s %s" % (self.message.rstrip(), self.advice)
+            self.advice = ""
+        for f in self.follow_ons:
+            f.compose()
+        return self
 
     def to_json(self):
         out = {"rule": self.rule, "level": self.level, "message": self.message, "tag": self.tag,
                "steps": [int(self.steps[0]), int(self.steps[1])]}
+        if self.advice:
+            out["message"] = "%s %s" % (self.message.rstrip(), self.advice)
+        if self.causes:
+            out["causes"] = [dict(c) for c in self.causes]
+        if self.watch:
+            out["watch"] = True
         if self.layers:
             out["layers"] = list(self.layers)
         if self.source:

@@ -35,6 +35,16 @@ class Points:
     def span(self, i, j):
         return self.step(i), self.step(j)
 
+    def interval_span(self, i):
+        """``(first, last)`` steps the value of point ``i`` covers: the point's own step, or, when it is an interval
+        max, every step since the previous recorded point of the series."""
+        step = self.step(i)
+        if self.from_interval is None or not self.from_interval[i]:
+            return step, step
+        k = int(self.idx[i])
+        prev = int(self.series.steps[k - 1]) if k > 0 else step
+        return min(prev + 1, step), step
+
     def warmup(self, wanted):
         return detectors.warmup_points(self.size, wanted)
 
@@ -65,7 +75,8 @@ def aligned_interval(run, series):
     if iv is None or not len(iv):
         return None
     n = len(series)
-    out = {"min": np.full(n, np.nan), "max": np.full(n, np.nan), "count": np.zeros(n), "nonfinite": np.zeros(n)}
+    out = {"min": np.full(n, np.nan), "mean": np.full(n, np.nan), "max": np.full(n, np.nan), "count": np.zeros(n),
+           "nonfinite": np.zeros(n)}
     k, hit = detectors.match_steps(iv.steps, series.steps)
     for name in out:
         out[name][hit] = getattr(iv, name)[k[hit]]
@@ -197,6 +208,8 @@ def fmt(x):
 
 def secs(seconds):
     """A duration for a message: seconds, minutes, hours or days."""
+    if seconds < 10:
+        return "%.1f s" % seconds
     if seconds < 120:
         return "%d s" % round(seconds)
     if seconds < 7200:

@@ -1,5 +1,5 @@
-"""The learning rate: ``lr_constant`` (schedule not applied, frozen groups) and ``lr_update_mismatch`` (recorded LR
-not applied), judged against what the user declared.
+"""The learning rate: ``lr_constant`` (schedule not applied, frozen groups), ``lr_warmup_unfinished`` (a warm-up
+longer than the run) and ``lr_update_mismatch`` (recorded LR not applied), judged against what the user declared.
 
 Declared intent (:func:`declared`): the run information's ``lr_config`` (what the optimizer was given, recorded
 by the callbacks: ``{"kind": "constant" | "list" | "schedule" | "dynamic" | "unknown", "class", "groups": [{"kind",
@@ -16,6 +16,7 @@ import numpy as np
 from .. import detectors
 from .base import ERROR, WARN, Finding, rule
 from .common import diverged_at, finite, fmt
+from .run_state import progress
 
 CONSTANT, SCHEDULE, DYNAMIC = "constant", "schedule", "dynamic"
 _CONSTANT_WORDS = frozenset({"constant", "const", "fixed", "none", "flat", "off", "false", "no", "null", ""})
@@ -255,3 +256,51 @@ def lr_update_mismatch(run, cfg):
                         "override it)." % (fmt(math.exp(lr_change)), change_at, fmt(math.exp(upd_change)),
                                            span[0], span[1]), lr.tag, span)]
     return []
+
+
+def _warmup_declared(run):
+    """``(warm-up steps, key)`` from the hyperparameters (a key with "warm" and a positive number), or None."""
+    hparams = (run.info or {}).get("hparams") if isinstance(run.info, dict) else None
+    for key, value in sorted((hparams or {}).items()) if isinstance(hparams, dict) else ():
+        if "warm" in str(key).lower() and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and value > 0:
+            return float(value), str(key)
+    return None
+
+
+@rule("lr_warmup_unfinished", WARN,
+      "common practice: a warm-up is a small part of training (Goyal et al. 2017, 'Accurate, Large Minibatch SGD': "
+      "5 of 90 epochs; Vaswani et al. 2017: 4,000 of 100,000 steps); a learning rate still rising over the last "
+      "quarter of a finished run (or of a run past half its planned steps) means the warm-up is longer than the "
+      "run (steps counted in epochs, a total-steps count too large); the 10% rise is our heuristic",
+      "The learning rate is still rising at the end of the run: the warm-up never ended.",
+      min_rise=0.1, tail_frac=0.25, min_points=8, min_progress=0.5)
+def lr_warmup_unfinished(run, cfg):
+    pts = finite(run.get("learning_rate"), cfg["min_points"])
+    if pts is None:
+        return []
+    last, expected, finished = progress(run)
+    if not finished and not (expected and last and last >= cfg["min_progress"] * expected):
+        return []
+    x = pts.x
+    k = max(3, int(round(pts.size * cfg["tail_frac"])))
+    tail = x[-k:]
+    peak = float(np.max(x))
+    if peak <= 0 or tail[0] <= 0 or np.any(np.diff(tail) < -1e-9 * peak):
+        return []                  # it falls somewhere in the last quarter: the warm-up ended
+    rise = float(tail[-1] / tail[0] - 1.0)
+    if rise < cfg["min_rise"] or float(tail[-1]) < (1 - 1e-6) * peak:
+        return []
+    rising_from = int(np.nonzero(np.diff(x) > 0)[0][0]) if np.any(np.diff(x) > 0) else 0
+    steps = pts.span(rising_from, -1)
+    declared = _warmup_declared(run)
+    said = (" (the hyperparameters say %s=%s, and the run ended at step %d)" % (
+        declared[1], fmt(declared[0]), steps[1]) if declared else "")
+    where = "at the end of the run" if finished else "at step %d of %d" % (last, expected)
+    return [Finding("lr_warmup_unfinished", WARN,
+                    "The learning rate is still rising %s: it went from %s to %s over the last %d points (steps "
+                    "%d-%d) and never reached the end of its warm-up%s. The warm-up is longer than the run: the "
+                    "training ran at a fraction of its intended learning rate." % (
+                        where, fmt(float(tail[0])), fmt(float(tail[-1])), k, pts.step(-k), steps[1], said),
+                    pts.tag, steps, advice="Set the warm-up in steps of this run (not epochs or samples), "
+                    "a few percent of the total, and check the schedule's total steps.")]

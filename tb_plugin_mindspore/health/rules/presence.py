@@ -51,7 +51,7 @@ _EVAL_ONLY = ("The train loss and gradient norm stayed finite, so training did n
               "mode (BatchNorm moving statistics far from the training batches, dropout, or an eval dataset / loss "
               "prepared differently); see train_eval_gap.")
 _OVERFLOW = ("A loss-scale cell is in use and the loss stayed finite: these are overflow steps that dynamic loss "
-             "scaling skipped, which is expected now and then.")
+             "scaling skipped, which is expected now and then (overflow_storm speaks when they go on).")
 
 
 def _kind(values):
@@ -101,8 +101,8 @@ def nonfinite(run, cfg):
         layers = layers_at(run, lo) if level == ERROR and quantity != "eval_loss" and not findings else ()
         if layers:
             what += " (non-finite gradients in layer %s at that step)" % layer_list(list(layers))
-        findings.append(Finding("nonfinite", level, "%s. %s" % (what, advice), series.tag, (lo, ranges[-1][1]),
-                                layers=layers))
+        findings.append(Finding("nonfinite", level, "%s." % what, series.tag, (lo, ranges[-1][1]),
+                                layers=layers, advice=advice))
     weights = _nan_weights(run, min((f.steps[0] for f in findings if f.level == ERROR), default=None))
     if weights is not None:
         findings.append(weights)

@@ -43,6 +43,8 @@ def progress(run):
     end = end_marker(run)
     if run.info.get("finished") is True or (end is not None and end["status"] in ("finished", "stopped")):
         return last, expected, True
+    if end is None and run.state is not None and run.state.ms_closed and not run.info.get("collect_freq"):
+        return last, expected, True      # MindSpore closed its summary files (read-only): SummaryRecord ended
     if expected is None or last is None:
         return last, expected, None
     return last, expected, last >= expected

@@ -4,6 +4,7 @@ import numpy as np
 
 from .. import detectors
 from .base import INFO, WARN, Finding, rule
+from .cluster import cluster_of
 from .common import Points, finite, fmt
 
 
@@ -18,8 +19,13 @@ def input_bound(run, cfg):
     wait = run.get("data_wait_ms")
     step = run.get("step_time_ms")
     if wait is None or step is None:
-        return []
-    steps, w, s = detectors.intersect(wait.steps, wait.values, step.steps, step.values)
+        found = _rank_waits(run)
+        if found is None:
+            return []
+        tag, steps, w, s = found
+    else:
+        tag = wait.tag
+        steps, w, s = detectors.intersect(wait.steps, wait.values, step.steps, step.values)
     ok = np.isfinite(w) & np.isfinite(s) & (s > 0)
     if np.count_nonzero(ok) < cfg["min_points"]:
         return []
@@ -34,7 +40,23 @@ def input_bound(run, cfg):
                     "Speed up the input pipeline: num_parallel_workers on map/batch, python_multiprocessing, "
                     "prefetching, caching decoded data, or lighter per-sample transforms." % (
                         degree, fmt(float(np.median(w))), fmt(float(np.median(s))), share * 100),
-                    wait.tag, (int(steps[0]), int(steps[-1])))]
+                    tag, (int(steps[0]), int(steps[-1])))]
+
+
+def _rank_waits(run):
+    """``("", steps, data wait ms, step time ms)`` of the run's own rank from its rank statistics file (every rank
+    records both at every core point, debug tier or not), or None."""
+    data = cluster_of(run)
+    if data is None:
+        return None
+    ranks, steps, _, mats = data.aligned()
+    if not ranks or "data_wait_ms" not in mats or "step_time_ms" not in mats:
+        return None
+    own = (run.info or {}).get("rank") if isinstance(run.info, dict) else None
+    i = next((k for k, r in enumerate(ranks) if r.rank == own), 0)
+    (w, wp), (s, sp) = mats["data_wait_ms"], mats["step_time_ms"]
+    keep = wp[i] & sp[i]
+    return "", steps[keep], w[i][keep], s[i][keep]
 
 
 def _step_times(run, min_points):

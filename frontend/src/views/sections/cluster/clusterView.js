@@ -207,7 +207,10 @@ class ClusterSection {
       if (r.kind === "node") {
         this.labels.appendChild(el("div", { class: "ms-cluster-node", "data-testid": "cluster-node", style: { top }, text: r.node ? `node ${r.node}` : "node ?", title: r.node }));
       } else if (labelRanks) {
-        const mark = stopped.has(r.rank) ? el("span", { class: "ms-cluster-mark", text: "stopped", title: "This rank stopped writing while others went on" }) : null;
+        const refused = (data.ranks[r.index] || {}).refused;
+        const mark = refused
+          ? el("span", { class: "ms-cluster-mark", "data-testid": "cluster-refused", text: "refused", title: `This rank's file was not read: ${refused}` })
+          : stopped.has(r.rank) ? el("span", { class: "ms-cluster-mark", text: "stopped", title: "This rank stopped writing while others went on" }) : null;
         this.labels.appendChild(el("div", { class: "ms-cluster-rank", "data-testid": "cluster-rank", "data-rank": String(r.rank), style: { top, height: `${rowHeight}px` } }, `rank ${r.rank}`, mark));
       }
     });
@@ -246,7 +249,8 @@ class ClusterSection {
     }
     const d = this.data;
     const i = cell.row.index * d.cols + cell.col;
-    const value = d.missing[i] ? "no row (rank silent)" : `${formatValue(d.values[i])}${d.unit ? ` ${d.unit}` : ""}`;
+    const refused = (d.ranks[cell.row.index] || {}).refused;
+    const value = refused ? `file refused: ${refused}` : d.missing[i] ? "no row (rank silent)" : `${formatValue(d.values[i])}${d.unit ? ` ${d.unit}` : ""}`;
     clear(this.tooltip);
     this.tooltip.append(
       el("div", { text: `rank ${cell.row.rank}${cell.row.node ? ` · node ${cell.row.node}` : ""}` }),

@@ -1,0 +1,243 @@
+"""Judges the health corpus's runs with the health rules (what ``tb-mindspore check`` says) and sums them up.
+
+* :func:`judge_run`: one trained run -> ``{"id", "kind", "case", "findings", "found", "delay_steps",
+  "live_delay_s", "right_place", ...}``: every finding, whether the fault's rules named it (warn or error), how
+  many steps after the fault the data first showed it (the shortest prefix of the run on which the rule fires:
+  the run's series cut at each recorded step, bisected; cluster rules read the rank files whole, their delay is
+  the step their finding starts at), the seconds from the injection to the live health event, and whether the
+  finding names the faulty layer or rank.
+* :func:`summarize`: the results -> one row per rule (trials, recall, false alarms per 100 healthy runs, median
+  delay, right layer / rank) and the catalogue's totals.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import corpus_catalogue as cat  # noqa: E402
+
+ALARM = ("warn", "error")
+# Rules whose series are not in the RunSeries (they read rank files from disk): their delay is their finding's start.
+FILE_RULES = frozenset({"slow_rank", "rank_diverging", "rank_stopped", "memory_growth", "device_memory_limit"})
+_IGNORED_LAYER = re.compile(r"(^|[./_])(bias|beta|gamma)$")
+
+
+def load_run(run_dir, now=None):
+    """The run's :class:`RunSeries` (as ``check`` reads it)."""
+    from tb_plugin_mindspore.health import sources
+
+    runs = sources.runs_from_logdir(run_dir, now=now)
+    return runs[0] if runs else None
+
+
+def truncate(run, step, now):
+    """A copy of ``run`` as it was when step ``step`` had been recorded (every series cut there, no end marker,
+    the clock at ``now``)."""
+    from tb_plugin_mindspore.health.series import RunState
+
+    def cut(series):
+        keep = series.steps <= step
+        changes = {f.name: getattr(series, f.name)[keep] for f in dataclasses.fields(series)
+                   if isinstance(getattr(series, f.name), np.ndarray) and getattr(series, f.name).shape[:1] ==
+                   series.steps.shape}
+        return dataclasses.replace(series, **changes)
+
+    scalars = {t: cut(s) for t, s in run.scalars.items()}
+    scalars = {t: s for t, s in scalars.items() if len(s)}
+    state = dataclasses.replace(run.state, now=now) if run.state is not None else RunState(now=now)
+    return dataclasses.replace(
+        run, scalars=scalars, intervals={t: cut(s) for t, s in run.intervals.items()},
+        layers={t: cut(s) for t, s in run.layers.items()},
+        health_events=[e for e in run.health_events if int(e.get("step", 0)) <= step], run_end=None, state=state)
+
+
+def fires(run, rule_id):
+    """The warn / error findings of ``rule_id`` on ``run`` (offline and merged live ones)."""
+    from tb_plugin_mindspore.health import engine
+
+    findings = engine.check_run(run)
+    out = []
+    for f in findings:
+        for g in [f] + list(f.follow_ons):
+            if g.rule == rule_id and g.level in ALARM:
+                out.append(g)
+    return out
+
+
+def first_step_found(run, rule_id, fault_step):
+    """The smallest recorded step ``s >= fault_step`` such that the run cut at ``s`` makes ``rule_id`` fire, or
+    None (bisection over the loss series' steps; a prefix that fires is assumed to keep firing)."""
+    loss = run.get("loss") or (next(iter(run.scalars.values())) if run.scalars else None)
+    if loss is None:
+        return None
+    steps = np.unique(loss.steps[loss.steps >= fault_step])
+    if not steps.size:
+        return None
+    wall = {int(s): float(w) for s, w in zip(loss.steps, loss.wall_times)}
+    lo, hi = 0, steps.size - 1
+    if not fires(truncate(run, int(steps[hi]), wall.get(int(steps[hi]), 0.0) + 1.0), rule_id):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        s = int(steps[mid])
+        if fires(truncate(run, s, wall.get(s, 0.0) + 1.0), rule_id):
+            hi = mid
+        else:
+            lo = mid + 1
+    return int(steps[lo])
+
+
+def _weights(names):
+    return {n for n in names if not _IGNORED_LAYER.search(n)}
+
+
+def right_place(spec, meta, finding):
+    """Whether ``finding`` names the faulty layer (exactly the weights expected) or rank; None when the fault has
+    no place."""
+    fault = cat.ALL_FAULTS.get(spec.case)
+    if fault is None:
+        return None
+    if fault.layer:
+        expected = meta.get("fault_layer_name")
+        named = _weights(finding.get("layers") or [])
+        if not named:
+            named = {n for n in meta.get("layers", []) if n in finding["message"]}
+        return named == {expected}
+    if fault.rank:
+        ranks = finding.get("ranks")
+        if ranks is None:
+            m = re.match(r"\s*Ranks? ([\d, and]+)", finding["message"])
+            ranks = [int(r) for r in re.findall(r"\d+", m.group(1))] if m else []
+        return list(ranks) == [spec.fault_rank]
+    return None
+
+
+def judge_run(out, spec):
+    """Judges one trained run; returns its result dict (also written to ``<out>/results/<id>.json``)."""
+    from tb_plugin_mindspore.health import engine
+
+    meta_path = os.path.join(out, "meta", spec.id + ".json")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    result = {"id": spec.id, "kind": spec.kind, "case": spec.case, "expected": list(spec.expected),
+              "spec": spec.to_json(), "status": meta.get("status"), "error": meta.get("error")}
+    run_dir = os.path.join(out, meta["run_dir"])
+    started = time.perf_counter()
+    # "now": a minute after the run's last record (as if checked right after it ended).
+    run = load_run(run_dir, now=meta.get("finished", time.time()) + 60.0) if os.path.isdir(run_dir) else None
+    if run is None:
+        result["status"] = "error"
+        result["error"] = result["error"] or "no run folder"
+        result["findings"] = []
+        return _write(out, result)
+    findings = [f.to_json() for f in engine.check_run(run)]
+    flat = []
+    for f in findings:
+        flat.append(f)
+        flat.extend(f.get("follow_ons") or [])
+    result["findings"] = findings
+    result["alarms"] = sorted({f["rule"] for f in flat if f["level"] in ALARM})
+    result["found"] = {}
+    result["delay_steps"] = {}
+    result["right_place"] = {}
+    fault_step = spec.fault_step or 1
+    for rule_id in spec.expected:
+        hits = [f for f in flat if f["rule"] == rule_id and f["level"] in ALARM]
+        result["found"][rule_id] = bool(hits)
+        if not hits:
+            continue
+        if rule_id in FILE_RULES:
+            result["delay_steps"][rule_id] = max(0, min(f["steps"][0] for f in hits) - fault_step)
+        else:
+            first = first_step_found(run, rule_id, fault_step)
+            if first is not None:
+                result["delay_steps"][rule_id] = max(0, first - fault_step)
+        places = [right_place(spec, meta, f) for f in hits]
+        if any(p is not None for p in places):
+            result["right_place"][rule_id] = any(places)
+    injected = [i for i in meta.get("injected") or [] if i.get("time")]
+    if injected:
+        t0 = min(i["time"] for i in injected)
+        for ev in meta.get("live") or []:
+            from tb_plugin_mindspore.health.rules.common import rule_of
+
+            rule_id = rule_of(ev["rule"])
+            if rule_id in spec.expected and ev["time"] >= t0 - 1.0:
+                result.setdefault("live_delay_s", {}).setdefault(rule_id, round(ev["time"] - t0, 3))
+                result.setdefault("live_delay_steps", {}).setdefault(
+                    rule_id, max(0, int(ev["step"]) - fault_step))
+    result["judge_s"] = round(time.perf_counter() - started, 3)
+    return _write(out, result)
+
+
+def _write(out, result):
+    os.makedirs(os.path.join(out, "results"), exist_ok=True)
+    path = os.path.join(out, "results", result["id"] + ".json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    os.replace(path + ".tmp", path)
+    return result
+
+
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def summarize(results, rule_ids):
+    """``{"rules": {rule: row}, "catalogue": {...}, "healthy": {...}, "faults": {case: {...}}}``."""
+    healthy = [r for r in results if r["kind"] == "healthy" and r.get("status") == "trained"]
+    faulty = [r for r in results if r["kind"] == "fault" and r.get("status") == "trained"]
+    rows = {}
+    def required(r):
+        fault = cat.ALL_FAULTS.get(r["case"])
+        return fault.rules if fault is not None else tuple(r["expected"][:1])
+
+    for rule_id in rule_ids:
+        trials = [r for r in faulty if rule_id in required(r)]
+        also = [r for r in faulty if rule_id in r["expected"] and rule_id not in required(r)]
+        found = [r for r in trials if r["found"].get(rule_id)]
+        false = [r for r in healthy if rule_id in r.get("alarms", [])]
+        delays = [r["delay_steps"][rule_id] for r in trials + also if rule_id in r.get("delay_steps", {})]
+        live = [r["live_delay_s"][rule_id] for r in trials + also if rule_id in r.get("live_delay_s", {})]
+        places = [r["right_place"][rule_id] for r in trials if rule_id in r.get("right_place", {})]
+        rows[rule_id] = {
+            "trials": len(trials), "found": len(found),
+            "recall": (len(found) / len(trials)) if trials else None,
+            "false_alarms_per_100": (100.0 * len(false) / len(healthy)) if healthy else None,
+            "false_alarm_runs": [r["id"] for r in false],
+            "median_delay_steps": _median(delays), "median_live_delay_s": _median(live),
+            "right_place": (sum(places) / len(places)) if places else None, "place_trials": len(places),
+            "missed": [r["id"] for r in trials if not r["found"].get(rule_id)],
+        }
+    detected = [r for r in faulty if any(r["found"].values())]
+    placed = [r for r in faulty if r.get("right_place")]
+    right = [r for r in placed if any(r["right_place"].values())]
+    per_fault = {}
+    for r in faulty:
+        d = per_fault.setdefault(r["case"], {"runs": 0, "found": 0, "missed": []})
+        d["runs"] += 1
+        if any(r["found"].values()):
+            d["found"] += 1
+        else:
+            d["missed"].append(r["id"])
+    return {
+        "rules": rows,
+        "catalogue": {"runs": len(faulty), "found": len(detected),
+                      "recall": len(detected) / len(faulty) if faulty else None,
+                      "right_place": len(right) / len(placed) if placed else None, "place_runs": len(placed)},
+        "healthy": {"runs": len(healthy),
+                    "with_alarm": sorted(r["id"] for r in healthy if r.get("alarms")),
+                    "alarms_per_100": 100.0 * sum(len(r.get("alarms", [])) for r in healthy) / max(1, len(healthy))},
+        "faults": per_fault,
+        "errors": sorted(r["id"] for r in results if r.get("status") != "trained"),
+    }

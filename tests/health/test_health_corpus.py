@@ -1,0 +1,115 @@
+"""The health corpus (``bench/health_corpus.py``): its plan is reproducible and covers the issue's axes, cases and
+catalogue; the judge cuts a run at a step and sums results up per rule; its short form (a handful of real tiny
+trainings) finds each fault with the right rule and layer and nothing on the healthy runs."""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import corpus_catalogue as cat  # noqa: E402
+import corpus_judge  # noqa: E402
+
+from tb_plugin_mindspore import metadata  # noqa: E402
+from tb_plugin_mindspore.health.rules import RULES_BY_ID  # noqa: E402
+
+from health_helpers import make_run  # noqa: E402
+
+
+def test_plan_is_reproducible_and_covers_the_issue():
+    a, b = cat.plan(seed=3), cat.plan(seed=3)
+    assert [s.to_json() for s in a] == [s.to_json() for s in b]
+    assert [s.to_json() for s in cat.plan(seed=4)] != [s.to_json() for s in a]
+    assert len(a) >= 300
+    kinds = collections.Counter(s.kind for s in a)
+    assert abs(kinds["healthy"] - kinds["fault"]) <= len(a) // 5
+    cases = collections.Counter(s.case for s in a)
+    for case in list(cat.HEALTHY) + list(cat.ALL_FAULTS):
+        assert cases[case] >= 3, case
+    for axis, values in (("arch", cat.ARCHS), ("optimizer", cat.OPTIMIZERS), ("schedule", cat.SCHEDULES),
+                         ("mode", cat.MODES), ("entry", cat.ENTRIES), ("dtype", ("fp32", "fp16"))):
+        assert {getattr(s, axis) for s in a} == set(values), axis
+    assert min(s.batch for s in a) == 4 and max(s.batch for s in a) == 256
+    for s in a:
+        assert all(r in RULES_BY_ID for r in s.expected), s.id
+        if s.dtype == "fp16":
+            assert s.entry == "model"
+        if s.kind == "fault":
+            assert s.expected and s.fault_step is not None
+    assert sum(s.msrun for s in a) >= len(cat.MSRUN_FAULTS)
+
+
+def test_shards_partition_the_plan():
+    specs = cat.plan(seed=0)
+    ids = [s.id for k in range(4) for s in cat.shard(specs, k, 4)]
+    assert sorted(ids) == sorted(s.id for s in specs)
+
+
+def test_truncate_cuts_every_series_at_the_step():
+    steps = np.arange(10, 101, 10)
+    rows = [(s, 0.5, 1.0, 2.0, 10, 0) for s in steps]
+    run = make_run({metadata.LOSS: (steps, np.linspace(2, 1, 10))}, intervals={metadata.LOSS: rows},
+                   layers={metadata.UPDATE_RATIO_LAYERS: (["a", "b"], (steps, np.full((10, 2), 1e-3)))})
+    cut = corpus_judge.truncate(run, 55, now=123.0)
+    assert cut.scalars[metadata.LOSS].steps.tolist() == [10, 20, 30, 40, 50]
+    assert cut.intervals[metadata.LOSS].steps.tolist() == [10, 20, 30, 40, 50]
+    assert cut.layers[metadata.UPDATE_RATIO_LAYERS].values.shape == (5, 2)
+    assert cut.state.now == 123.0 and cut.run_end is None
+    assert len(run.scalars[metadata.LOSS]) == 10        # the original is left alone
+
+
+def test_summary_rows_recall_false_alarms_and_place():
+    results = [
+        {"id": "h1", "kind": "healthy", "case": "plain", "status": "trained", "expected": [], "alarms": []},
+        {"id": "h2", "kind": "healthy", "case": "plain", "status": "trained", "expected": [],
+         "alarms": ["loss_oscillation"]},
+        {"id": "f1", "kind": "fault", "case": "layer_explosion", "status": "trained",
+         "expected": ["grad_explosion", "nonfinite"], "found": {"grad_explosion": True, "nonfinite": False},
+         "delay_steps": {"grad_explosion": 2}, "right_place": {"grad_explosion": True}},
+        {"id": "f2", "kind": "fault", "case": "layer_explosion", "status": "trained",
+         "expected": ["grad_explosion", "nonfinite"], "found": {"grad_explosion": False, "nonfinite": True},
+         "delay_steps": {"nonfinite": 0}, "right_place": {}},
+    ]
+    s = corpus_judge.summarize(results, ["grad_explosion", "nonfinite", "loss_oscillation"])
+    g = s["rules"]["grad_explosion"]
+    assert (g["trials"], g["found"], g["recall"], g["median_delay_steps"]) == (2, 1, 0.5, 2)
+    assert g["right_place"] == 1.0 and g["missed"] == ["f2"]
+    assert s["rules"]["nonfinite"]["trials"] == 0              # only an alternative for this fault
+    assert s["rules"]["loss_oscillation"]["false_alarms_per_100"] == 50.0
+    assert s["catalogue"]["recall"] == 1.0 and s["healthy"]["with_alarm"] == ["h2"]
+
+
+@pytest.mark.slow
+def test_quick_corpus_finds_each_fault_and_nothing_on_healthy_runs(tmp_path):
+    pytest.importorskip("mindspore")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "health_corpus.py"), "quick", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=3000, cwd=str(tmp_path),
+                          env=dict(os.environ, GLOG_v="3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["errors"] == [], proc.stdout[-3000:]
+    results = {r["case"]: r for r in (json.load(open(os.path.join(tmp_path, "results", n)))
+                                      for n in os.listdir(os.path.join(tmp_path, "results")))}
+    for case in ("small_batch", "early_growth"):
+        assert results[case]["alarms"] == [], results[case]["findings"]
+    for case in ("nan_at_step", "layer_explosion", "frozen_layer", "dead_layer", "overflow_storm", "broken_eval"):
+        r = results[case]
+        required = cat.ALL_FAULTS[case].rules
+        assert all(r["found"][rule] for rule in required), (case, r["findings"])
+        assert all(r["right_place"].get(rule, True) for rule in required), (case, r["findings"])
+    assert results["nan_at_step"]["delay_steps"]["nonfinite"] == 0
+    assert "overfitting" not in results["broken_eval"]["alarms"]
+    # The frozen layer is listed in the layer tiers, marked frozen.
+    from tb_plugin_mindspore.health import sources
+
+    (run,) = sources.runs_from_logdir(os.path.join(tmp_path, "runs", "0004-fault-frozen_layer-mlp"))
+    weights = run.layers[metadata.WEIGHT_NORM_LAYERS]
+    assert "l0.weight" in weights.layers and weights.frozen == ("l0.weight",)
+    assert run.frozen_layers() == {"l0.weight": "requires_grad=False"}

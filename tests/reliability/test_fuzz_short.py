@@ -1,0 +1,27 @@
+"""The short form of ``bench/fuzz.py`` (coverage-guided fuzzing of every record reader and JSON side-file parser with
+atheris where it is installed, Hypothesis otherwise): a few thousand executions per target, 0 escapes. The long runs
+(10^7 executions per target, off CI) and their figures are in RELIABILITY.md."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.slow
+def test_every_reader_survives_fuzzing_short(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fuzz.py"), "--runs", "2000",
+                           "--max-seconds", "60"], capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = {r["target"]: r for r in result["rows"]}
+    assert set(rows) == {"records", "events", "ms_events", "lineage", "rank_file", "json"}
+    for name, row in rows.items():
+        assert row["escapes"] == 0, (name, proc.stderr[-4000:])
+        assert row["executions"] >= 500, row          # at least that many in the time allowed, on a loaded machine
+        assert row["peak_rss_mb"] is None or row["peak_rss_mb"] < 1024, row
+    assert proc.returncode == 0
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith("crash-")]
