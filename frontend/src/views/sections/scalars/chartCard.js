@@ -3,7 +3,7 @@
 // only asks for it when it is first scrolled into view.
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../../../chart/lineChart.js";
-import { markersFor } from "../../../api/markers.js";
+import { markersFor, markersIfKnown } from "../../../api/markers.js";
 import { samplesOfRun } from "../../../api/samples.js";
 import { LOG_SPREAD, runSpread } from "../../../chart/series.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../../../chart/download.js";
@@ -144,8 +144,13 @@ export class ChartCard {
 
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
-    const markers = await markersFor(r.run, this.tag);
-    if (markers.length) data = { ...data, markers };
+    // Steps other writers marked: drawn with the series when known, else added once they come (never waited for).
+    const markers = markersIfKnown(r.run, this.tag);
+    if (markers === null) {
+      markersFor(r.run, this.tag).then((m) => {
+        if (m.length && this.active) this.update(this.lastRuns, this.lastOpts);
+      });
+    } else if (markers.length) data = { ...data, markers };
     if (this.lastOpts && this.lastOpts.xAxis === "samples") {
       const samplesOf = await samplesOfRun(r.run);
       data = { ...data, samplesOf };
