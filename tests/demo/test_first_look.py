@@ -16,6 +16,9 @@ from page_inventory import inventory, scroll_through
 pytestmark = pytest.mark.slow     # the demo itself takes about a minute on an idle 2-core machine
 
 LR_FACTOR = 1000
+# Rules that judge the run by its wall-clock speed: on a shared machine another job slowing the healthy run's later
+# steps (seen: 404 ms -> 752 ms a step at load 20 on two cores) is a real finding about this machine, not the demo's.
+WALL_CLOCK_RULES = {"step_time_regression", "input_bound"}
 
 
 def _runs(logdir):
@@ -56,7 +59,7 @@ def test_demo_records_every_kind_of_run_and_check_names_the_problem(demo_run):
     assert any(file_kind(f) == "summary" for f in ms_files), ms_files
     p = subprocess.run([BIN, "check", str(logdir), "--format", "json"], capture_output=True, text=True, timeout=300)
     findings = {r["run"]: r["findings"] for r in json.loads(p.stdout)["runs"]}
-    assert [f for f in findings[healthy] if f["level"] != "info"] == []
+    assert [f for f in findings[healthy] if f["level"] != "info" and f["rule"] not in WALL_CLOCK_RULES] == []
     # The loss turns Inf between two recorded points: the interval statistics catch it.
     assert any(f["rule"] == "nonfinite" and f["level"] == "error" and f["tag"] == "core/loss"
                for f in findings[problem]), findings[problem]
@@ -100,7 +103,9 @@ def test_the_demo_fills_every_section_and_each_view_says_what_it_holds(demo_run,
         assert section in sections, sections
     # Health: the problem run is named, the healthy one is not.
     assert inv["health"][problem]["status"] == "error" and "nonfinite:error" in inv["health"][problem]["findings"]
-    assert inv["health"][healthy]["status"] == "ok"
+    healthy_findings = [f for f in inv["health"][healthy]["findings"] if not f.endswith(":info")]
+    assert all(f.split(":")[0] in WALL_CLOCK_RULES for f in healthy_findings), inv["health"][healthy]
+    assert inv["health"][healthy]["status"] == ("ok" if not healthy_findings else "warn")
     # Core: every chart drawn; the learning rates 1000x apart on a log axis; compile time as points.
     assert all(c["state"] == "drawn" for c in inv["charts"].values()), inv["charts"]
     assert inv["charts"]["core/learning_rate"]["scale"] == "log-auto"
