@@ -173,6 +173,11 @@ def table(summary, rules, command):
                  "one; healthy runs: %d, %d with a warn or error finding. Command: `%s`." % (
                      c["runs"], _pct(c["recall"]), c["found"], _pct(c["right_place"]), c["place_runs"], h["runs"],
                      len(h["with_alarm"]), command))
+    void = summary.get("void") or {}
+    if void:
+        lines.append("")
+        lines.append("Left out, the fault did not take effect: %s." % "; ".join(
+            "`%s` (%s)" % (k, v) for k, v in sorted(void.items())))
     return "\n".join(lines)
 
 
@@ -279,7 +284,8 @@ def _summary(out, results, args, log):
     if args.rules_md:
         write_rules_md(args.rules_md, text)
     print(json.dumps({"catalogue": summary["catalogue"], "healthy_runs": summary["healthy"]["runs"],
-                      "healthy_with_alarm": len(summary["healthy"]["with_alarm"]), "errors": summary["errors"]}))
+                      "healthy_with_alarm": len(summary["healthy"]["with_alarm"]), "errors": summary["errors"],
+                      "void": sorted(summary.get("void") or {})}))
     return 0
 
 

@@ -67,11 +67,19 @@ def overfitting(run, cfg):
 
 
 def untrained_loss(run, k=3):
-    """The loss of the untrained model: the median of the first ``k`` finite train-loss points (None without)."""
+    """The loss of the untrained model (None without): the median of the first ``k`` finite train-loss points, or
+    the first interval's mean when it is higher (it averages every step from the first; with points every 10 steps
+    the first three are already 30 steps into training, below the untrained model's loss when it learns fast)."""
     pts = finite(run.get("loss"))
     if pts is None or not pts.size:
         return None
-    return float(np.median(pts.x[:min(k, pts.size)]))
+    first = float(np.median(pts.x[:min(k, pts.size)]))
+    iv = run.interval_of(pts.series)
+    if iv is not None and len(iv):
+        mean = iv.mean[int(np.argmin(iv.steps))]
+        if np.isfinite(mean):
+            first = max(first, float(mean))
+    return first
 
 
 def train_at(run, steps, k=3):
