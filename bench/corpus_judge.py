@@ -186,11 +186,22 @@ def judge_run(out, spec):
 def void_reason(spec, run):
     """Why a fault run is no trial (the fault did not take effect), or "". ``input_bound``: the pipeline sleeps
     ``SLOW_BATCH_S`` a batch and prefetches while the step runs, so a run whose steps take longer (a slow mode on a
-    loaded machine) never waits for data."""
-    if spec.kind != "fault" or spec.case != "input_bound":
-        return ""
+    loaded machine) never waits for data. ``overfitting``: the network must fit its few noisy samples (the train
+    loss's last points under half its first ones); one that does not, in the run's steps, cannot overfit them."""
     from tb_plugin_mindspore import metadata
 
+    if spec.kind != "fault":
+        return ""
+    if spec.case == "overfitting":
+        loss = run.scalars.get(metadata.LOSS)
+        if loss is None or len(loss) < 6:
+            return ""
+        first, last = float(np.median(loss.values[:3])), float(np.median(loss.values[-3:]))
+        if last >= 0.5 * first:
+            return "the network did not fit its training samples (train loss %.3g to %.3g)" % (first, last)
+        return ""
+    if spec.case != "input_bound":
+        return ""
     import corpus_train
 
     series = run.scalars.get(metadata.STEP_TIME_MS)
