@@ -346,6 +346,20 @@ def test_input_bound_levels(wait, level):
         assert f.level == level and f.tag == metadata.DATA_WAIT_MS and f.steps == (1, 30)
 
 
+def test_step_time_regression_with_flat_cpu_time_is_the_machines_load():
+    """Wall time 2.4x slower for the last 40 points while the process's CPU time per step stays: other processes
+    took the time (a note); the same slowdown with the CPU time per step grown with it: the warning."""
+    step = np.concatenate([np.full(60, 50.0), np.full(40, 120.0)])
+    cpu_steps = np.arange(10, 101, 10)
+    flat = {metadata.STEP_TIME_MS: step, metadata.STEP_CPU_MS: (cpu_steps, np.full(cpu_steps.size, 40.0))}
+    (f,) = findings(make_run(flat, dt=5.0), "step_time_regression")
+    assert f.level == "info" and "other processes on the machine took the time" in f.message
+    assert "(40 ms early, 40 ms then)" in f.message
+    grown = np.where(cpu_steps > 60, 100.0, 40.0)
+    run = make_run({metadata.STEP_TIME_MS: step, metadata.STEP_CPU_MS: (cpu_steps, grown)}, dt=5.0)
+    assert [f.level for f in findings(run, "step_time_regression")] == ["warn"]
+
+
 def test_step_time_regression_warns():
     step = np.concatenate([np.full(60, 50.0), np.full(40, 120.0)]) + np.random.default_rng(0).normal(0, 1, 100)
     (f,) = findings(make_run({metadata.STEP_TIME_MS: step}, dt=5.0), "step_time_regression")
