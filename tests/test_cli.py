@@ -89,7 +89,7 @@ def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
 def test_demo_ctrl_c_during_the_landscape_keeps_the_run(tmp_path):
     import signal
 
-    p = _demo(tmp_path, 20)
+    p = _demo(tmp_path, 2)
     try:
         seen = []
         for line in p.stdout:
