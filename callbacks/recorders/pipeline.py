@@ -22,7 +22,7 @@ from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_han
 from ..common.model_kinds import is_cell
 from ..common.util import detect_rank, logger
 from .live_health import guard_settings
-from .base import HostInterval, RunContext, StepRecord, due
+from .base import HostInterval, Recorder, RunContext, StepRecord, due
 from .events import json_value
 from .source import parameter_table
 
@@ -31,6 +31,9 @@ __all__ = ["Pipeline"]
 _ACTIVE = weakref.WeakSet()        # pipelines of runs in progress (marked interrupted on SIGINT / SIGTERM)
 _SIGNALS_DONE = set()
 
+
+# The clock of the cost of recording (core/monitor_cpu_ms): the training thread's CPU time.
+_monitor_clock = time.thread_time
 
 # Parameters of the network that are state, not weights (BatchNorm's moving statistics): never "frozen layers".
 _STATE_PARAMS = ("moving_mean", "moving_variance")
@@ -95,10 +98,35 @@ class Pipeline:
         self._time_steps = 0
         self._wait_ms = None
         self._last_outputs = self._last_inputs = None
+        self._hooked = {}
+        self._hooked_for = None
+        # The CPU time of recording the points (the evaluation left out) on the training thread since the last core
+        # point, per step: core/monitor_cpu_ms, which other processes on the machine do not inflate.
+        self._monitor_cpu = 0.0
 
     @property
     def wants_step_begin(self):
-        return any(r.wants_step_begin for r in self.recorders)
+        """Whether a recorder asks for ``step_begin`` (its ``on_step_begin``, or the data wait it measures)."""
+        return bool(self._subscribers("wants_step_begin"))
+
+    def _subscribers(self, hook):
+        """The recorders that define ``hook`` (those that inherit ``Recorder``'s empty one are left out: a step
+        then makes no call for nothing); for ``on_step_begin`` only those with ``wants_step_begin``;
+        ``"wants_step_begin"``: those that set it. Worked out once per list of recorders."""
+        if self._hooked_for is not self.recorders:
+            self._hooked, self._hooked_for = {}, self.recorders
+        found = self._hooked.get(hook)
+        if found is None:
+            if hook == "wants_step_begin":
+                found = [r for r in self.recorders if r.wants_step_begin]
+            else:
+                base = getattr(Recorder, hook, None)
+                found = [r for r in self.recorders
+                         if not isinstance(r, Recorder) or hook in vars(r) or getattr(type(r), hook, None) is not base]
+            if hook == "on_step_begin":
+                found = [r for r in found if r.wants_step_begin]
+            self._hooked[hook] = found
+        return found
 
     def request_stop(self, reason=""):
         self.stop_requested = True
@@ -119,7 +147,7 @@ class Pipeline:
             logger.exception("tb-mindspore: %s failed at %s; training continues", self.owner, where)
 
     def _call(self, hook, *args, recorders=None):
-        for r in self.recorders if recorders is None else recorders:
+        for r in self._subscribers(hook) if recorders is None else recorders:
             try:
                 getattr(r, hook)(*args)
             except Exception:
@@ -240,7 +268,7 @@ class Pipeline:
         now = time.perf_counter()
         if data_wait and self.prev_time is not None:
             self._wait_ms = (now - self.prev_time) * 1000.0
-        self._call("on_step_begin", int(step), recorders=[r for r in self.recorders if r.wants_step_begin])
+        self._call("on_step_begin", int(step))
         if self.prev_time is not None:
             self.prev_time += time.perf_counter() - now
 
@@ -303,6 +331,13 @@ class Pipeline:
                                     inputs=self._last_inputs, outputs=self._last_outputs))
 
     def _points(self, record):
+        cpu = _monitor_clock()
+        try:
+            self._record_points(record)
+        finally:
+            self._monitor_cpu += _monitor_clock() - cpu
+
+    def _record_points(self, record):
         step = record.step
         if "core" in record.due:
             self._read_core(record)
@@ -321,7 +356,10 @@ class Pipeline:
         for kind in ("diagnostic", "eval"):
             if kind in record.due:
                 self.last[kind] = step
+                cpu = _monitor_clock()
                 self._call("on_point", dataclasses.replace(record, due=frozenset([kind])))
+                if kind == "eval":     # the user's evaluation, not the cost of recording
+                    self._monitor_cpu -= _monitor_clock() - cpu
 
     def _read_core(self, record):
         record.first_step = self.last["core"] + 1
@@ -338,6 +376,19 @@ class Pipeline:
             self._times.reset()
             self._time_total = 0.0
             self._time_steps = 0
+        self._write_monitor_cpu(record.step, record.step - record.first_step + 1)
+
+    def _write_monitor_cpu(self, step, steps):
+        """core/monitor_cpu_ms: the CPU time per step that recording the points took on the training thread since
+        the last core point (this point's own work counts in the next interval; work on other threads, the writer's
+        or MindSpore's, is not in it, nor the fixed cost of every step, which is
+        measured apart in BENCHMARKS.md)."""
+        if steps > 0 and self.writer is not None:
+            try:
+                self.writer.scalar(metadata.MONITOR_CPU_MS, max(self._monitor_cpu, 0.0) * 1000.0 / steps, step)
+            except Exception:
+                self.error("monitor CPU time")
+        self._monitor_cpu = 0.0
 
     def _write_compile_ms(self, step):
         """One value per step of the one-off time spent there (first step and first debug point may coincide)."""

@@ -12,7 +12,7 @@ from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing import write_faults
 from tb_plugin_mindspore import __version__ as plugin_version
 
-from ..common.util import cb_get, lr_groups
+from ..common.util import cb_get, logger, lr_groups
 from ..common.run_dir import RUN_HPARAMS_FILE, read_run_hparams
 from ..common.model_kinds import is_ms_optimizer, is_torch_style_optimizer
 from .base import Recorder

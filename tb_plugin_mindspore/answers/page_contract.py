@@ -24,12 +24,19 @@ TIER_TEXT = {
                "per-layer update ratios, per-layer gradient norms (with MonitoredTrainCell), activation histograms "
                "and data wait time every 100 steps (Debug(every=...)); or pick items, e.g. "
                'debug=Debug(items=["update_ratio"]).'),
-    md.OTHER: ("Other", "Scalars outside the tier scheme.", None),
+    md.OTHER: ("Other", "Series outside the tier scheme.", None),
 }
 
 # Core charts first in the order people read them (a tag's sub-series, e.g. learning_rate/group1, follow it).
 TAG_ORDER = (md.LOSS, md.LEARNING_RATE, md.GRAD_NORM, md.LOSS_SCALE, md.OVERFLOW_STEPS, md.STEP_TIME_MS,
              md.THROUGHPUT)
+
+# Per-layer heatmaps in the order people read them: the update ratio leads (the Debug tier's headline), the flight
+# recorder's dumps (the steps before an anomaly) come last; others by name in between.
+PANELS_FIRST = (md.UPDATE_RATIO_LAYERS, md.GRAD_NORM_LAYERS, md.WEIGHT_NORM_LAYERS)
+PANELS_LAST = (md.FLIGHT_GRAD_NORM_LAYERS, md.FLIGHT_NONFINITE_LAYERS)
+# One-off values, drawn as points (no line between them, no smoothing): a line through them would read as a trend.
+POINT_TAGS = (md.COMPILE_MS,)
 
 # Series of our callbacks a tier usually has; when some are absent the tier says which TrainMonitor option adds them.
 EXPECTED = {
@@ -53,6 +60,7 @@ AXES = {
     md.STEP_TIME_MS: ("step time", "ms"),
     md.THROUGHPUT: ("throughput", "samples/s"),
     md.COMPILE_MS: ("compile time", "ms"),
+    md.MONITOR_CPU_MS: ("monitoring's CPU time per step", "ms"),
     md.EVAL_LOSS: ("eval loss", ""),
     md.WEIGHT_NORM_GLOBAL: ("weight L2 norm", ""),
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),
@@ -93,6 +101,8 @@ def build(config=None):
         "tiers": [{"id": t, "title": TIER_TEXT[t][0], "subtitle": TIER_TEXT[t][1], "empty_note": TIER_TEXT[t][2]}
                   for t in md.TIERS],
         "tag_order": list(TAG_ORDER),
+        "panel_order": {"first": list(PANELS_FIRST), "last": list(PANELS_LAST)},
+        "point_tags": list(POINT_TAGS),
         "expected": {tier: [dict(e) for e in items] for tier, items in EXPECTED.items()},
         "axes": {tag: {"label": label, "unit": unit} for tag, (label, unit) in AXES.items()},
         "unit_suffixes": [{"suffix": s, "unit": u} for s, u in UNIT_SUFFIXES],

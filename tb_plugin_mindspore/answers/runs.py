@@ -101,6 +101,14 @@ class DataView:
         return self._names.get(("tags_answer", eid, run), lambda: encode.Gzipped(encode.dumps(
             {"tiers": list(metadata.TIERS), "runs": self.tags(ctx, eid, run)})))
 
+    def tags_summary(self, ctx, eid):
+        """``(runs with any series, whether any run has scalars)`` for the ``status`` route, shared like the other
+        answers: rebuilding every run's tag table on each status request cost that route most of its time."""
+        def summary():
+            tags = self.tags(ctx, eid)
+            return len(tags), any(entries for tiers in tags.values() for entries in tiers.values())
+        return self._names.get(("tags_summary", eid), summary)
+
     def runs(self, ctx, eid):
         """Runs that hold scalars, histograms or our plugin's data, sorted by name."""
         names = set(self._scalar_tags(ctx, eid))

@@ -227,19 +227,18 @@ class MindSporePlugin(base_plugin.TBPlugin):
     def _serve_status(self, request):
         ctx, eid = self._ctx(request)
         try:
-            tags = self._view.tags(ctx, eid)
+            runs, has_scalars = self._view.tags_summary(ctx, eid)
         except Exception as e:
             if not _data_server_failed(e):
                 raise
             body = self._status.describe(0, False)
             body.update(reason="data_server_failed", message=self._data_server_message())
-            tags = None
+            provider_ok = False
         else:
-            has_scalars = any(entries for tiers in tags.values() for entries in tiers.values())
-            body = self._status.describe(len(tags), has_scalars)
+            body = self._status.describe(runs, has_scalars)
+            provider_ok = True
         # Everything left out, with its file and byte offset where there is one, so nothing is silently missing:
         # damaged *_MS records, unreadable files, records that break TensorBoard's loaders, malformed series.
-        provider_ok = tags is not None
         body["warnings"] = self._warnings.get((eid, provider_ok), lambda: problems.collect(
             self._sources.bind(ctx, eid), self._status, self._landscapes, self._run_infos, provider_ok=provider_ok,
             clusters=self._clusters, reloading=self._reload_watch))

@@ -8,6 +8,8 @@ LR (declared), warm-up + cosine, piecewise, BatchNorm, a hand-written loop. Ever
 """
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -66,6 +68,21 @@ def test_healthy_controls_stay_quiet(logdir, name):
     found = engine.check_run(run)
     assert _serious(found) == [], _json(found)
     assert "input_bound" not in [f.rule for f in found]     # in-memory data: the wait is a batch hand-over
+
+
+def test_recording_cost_is_measured_in_cpu_time_beside_busy_processes(logdir):
+    """Two busy processes share the CPU while the loop trains: the steps' wall time stretches, the recording's CPU
+    time (core/monitor_cpu_ms, one value per core point) does not, and no overhead is claimed."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        run = _trained(logdir, "loop_beside_load", lambda d: ct.train_loop(d))
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+    cost = run.scalars[metadata.MONITOR_CPU_MS]
+    assert list(cost.steps) == list(range(4, 49, 4)) and np.all(np.isfinite(cost.values) & (cost.values >= 0))
+    assert [f.to_json() for f in engine.check_run(run) if f.rule == "monitoring_overhead"] == []
 
 
 def test_piecewise_drop_is_followed_by_the_update_ratio(logdir):

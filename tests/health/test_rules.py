@@ -386,17 +386,35 @@ def test_log_size_budget():
     assert findings(run, "log_size", {"log_size": {"max_bytes": 5000}})[0].rule == "log_size"
 
 
-def test_monitoring_overhead_from_step_time_intervals():
+def test_monitoring_overhead_from_the_monitors_cpu_time():
     steps = np.arange(10, 201, 10)
-    rows = [(s, 10.0, 28.0, 190.0, 10, 0) for s in steps]     # one step in ten costs 180 ms extra
-    run = make_run({metadata.STEP_TIME_MS: (steps, np.full(steps.size, 28.0))},
-                   intervals={metadata.STEP_TIME_MS: rows})
-    (f,) = findings(run, "monitoring_overhead")
-    assert f.level == "warn" and f.tag == metadata.STEP_TIME_MS
-    cheap = [(s, 10.0, 10.2, 11.0, 10, 0) for s in steps]
-    run = make_run({metadata.STEP_TIME_MS: (steps, np.full(steps.size, 10.2))},
-                   intervals={metadata.STEP_TIME_MS: cheap})
-    assert findings(run, "monitoring_overhead") == []
+    step_time = (steps, np.full(steps.size, 20.0))
+    heavy = {metadata.STEP_TIME_MS: step_time, metadata.MONITOR_CPU_MS: (steps, np.full(steps.size, 16.0))}
+    (f,) = findings(make_run(heavy), "monitoring_overhead")
+    assert f.level == "warn" and f.tag == metadata.MONITOR_CPU_MS and f.steps == (20, 200)
+    assert "about 80% of the step time" in f.message and "recording took a median 16 ms of CPU time" in f.message
+    assert "against steps of 20 ms, over 19 recorded intervals (steps 20-200)" in f.message
+    cost = np.full(steps.size, 2.0)
+    cost[0] = 500.0                                  # the first interval (start-up) is not judged
+    cheap = {metadata.STEP_TIME_MS: step_time, metadata.MONITOR_CPU_MS: (steps, cost)}
+    assert findings(make_run(cheap), "monitoring_overhead") == []
+    few = {metadata.STEP_TIME_MS: step_time, metadata.MONITOR_CPU_MS: (steps[:3], np.full(3, 16.0))}
+    assert findings(make_run(few), "monitoring_overhead") == []
+    # A toy model: recording costs as much as its 5 ms steps, 5 ms per step: under the 10 ms floor.
+    toy = {metadata.STEP_TIME_MS: (steps, np.full(steps.size, 5.0)),
+           metadata.MONITOR_CPU_MS: (steps, np.full(steps.size, 5.0))}
+    assert findings(make_run(toy), "monitoring_overhead") == []
+
+
+def test_monitoring_overhead_ignores_slow_steps_from_a_loaded_machine():
+    """Wall time is what other processes stretch: intervals whose slowest step is far above their fastest (the old
+    measure) are no finding, with a cheap monitor in CPU time or without the monitor's CPU time (older runs)."""
+    steps = np.arange(10, 201, 10)
+    rows = [(s, 10.0, 28.0, 190.0, 10, 0) for s in steps]     # one step in ten 180 ms slower: load
+    stretched = {metadata.STEP_TIME_MS: (steps, np.full(steps.size, 28.0))}
+    assert findings(make_run(stretched, intervals={metadata.STEP_TIME_MS: rows}), "monitoring_overhead") == []
+    cheap = dict(stretched, **{metadata.MONITOR_CPU_MS: (steps, np.full(steps.size, 0.4))})
+    assert findings(make_run(cheap, intervals={metadata.STEP_TIME_MS: rows}), "monitoring_overhead") == []
 
 
 def test_summary_collector_histograms_are_noted():

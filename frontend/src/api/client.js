@@ -296,6 +296,8 @@ export function normalizeHistograms(body) {
     // MindSpore histograms' NaN / +Inf / -Inf counts: [[step, nan, pos_inf, neg_inf]] for the shown steps.
     nonfinite: Array.isArray(body.nonfinite) ? body.nonfinite.filter(Array.isArray).map((r) => r.map((v) => Number(v) || 0)) : [],
     nonfinite_steps: Number(body.nonfinite_steps) || 0,
+    // A report that kept fewer steps than the tab would (its size budget): the most steps a chart keeps there.
+    report_budget: Number(body.report_budget) || 0,
   };
 }
 

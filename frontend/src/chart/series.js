@@ -94,3 +94,26 @@ export function nearestIndex(xs, x) {
   if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
   return lo;
 }
+
+// Overlaid runs whose typical values are this many times apart draw on a log axis (the smaller would lie flat on 0).
+export const LOG_SPREAD = 100;
+
+/**
+ * How far apart overlaid series lie: the largest run median of the finite values over the smallest (e.g. 1000 for
+ * learning rates 1e-3 and 1). null when fewer than two runs have finite values, or when some finite value is <= 0
+ * (a log axis cannot draw it).
+ * @param {{points: number[][]}[]} datas  decoded scalars responses
+ */
+export function runSpread(datas) {
+  const medians = [];
+  for (const d of datas) {
+    const values = [];
+    for (const p of (d && d.points) || []) if (Number.isFinite(p[2])) values.push(p[2]);
+    if (!values.length) continue;
+    if (values.some((v) => v <= 0)) return null;
+    values.sort((a, b) => a - b);
+    medians.push(values[values.length >> 1]);
+  }
+  if (medians.length < 2) return null;
+  return Math.max(...medians) / Math.min(...medians);
+}

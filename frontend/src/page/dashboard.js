@@ -13,7 +13,7 @@ import { SeriesStore } from "../api/store.js";
 import { followTheme } from "../base/theme.js";
 import { renderEmptyState } from "./emptyState.js";
 import { HealthPanel } from "../views/sections/health/healthPanel.js";
-import { VIEW_KINDS, viewKey, viewKindOf } from "./registry.js";
+import { VIEW_KINDS, kindsText, viewKey, viewKindOf } from "./registry.js";
 import { RunSelector } from "../views/runSelector.js";
 import { SettingsPanel } from "./settingsPanel.js";
 import { WarningsBanner } from "./warningsBanner.js";
@@ -350,6 +350,9 @@ export class Dashboard {
     const info = tierInfo(this.contract, tier);
     const collapsed = Boolean(this.settings.collapsed[tier]);
     const count = el("span", { class: "ms-section-count", "data-testid": "section-count" });
+    // What the section holds, by kind ("3 heatmaps · 5 charts · 5 distributions"): a distribution is never counted
+    // as a chart of scalars.
+    const kinds = el("span", { class: "ms-section-subtitle ms-section-kinds", "data-testid": "section-kinds" });
     const toggle = el(
       "button",
       {
@@ -363,6 +366,7 @@ export class Dashboard {
       el("span", { class: "ms-section-title", text: info.title }),
       count,
       el("span", { class: "ms-section-subtitle", text: info.subtitle }),
+      kinds,
     );
     const grid = el("div", { class: "ms-grid", "data-testid": "section-grid" });
     const panels = el("div", { class: "ms-panels", "data-testid": "section-panels" });
@@ -374,7 +378,7 @@ export class Dashboard {
       el("h2", { class: "ms-section-header" }, toggle),
       body,
     );
-    s = { element, grid, panels, hint, body, toggle, count };
+    s = { element, grid, panels, hint, body, toggle, count, kinds };
     this.sections.set(tier, s);
     return s;
   }
@@ -413,6 +417,8 @@ export class Dashboard {
       const s = this.section(tier);
       this.sectionsHost.append(s.element);
       s.count.textContent = String(infos.length);
+      s.count.title = kindsText(infos);
+      s.kinds.textContent = infos.length ? kindsText(infos) : "";
       const hint = infos.length && this.ours ? partialHint(this.contract, tier, infos.map((i) => i.tag)) : null;
       s.hint.textContent = hint || "";
       s.hint.hidden = !hint;

@@ -10,7 +10,7 @@
 // The registry says, per kind of series in the tags listing, which view draws it, where in a section it goes
 // ("panels" above the grid, or the grid) and in which order, in the order the kinds are laid out.
 
-import { compareTags } from "../base/contract.js";
+import { comparePanels, compareTags } from "../base/contract.js";
 import { ChartCard } from "../views/sections/scalars/chartCard.js";
 import { HistogramCard } from "../views/sections/distributions/histogramCard.js";
 import { LayerPanel } from "../views/sections/layers/layerPanel.js";
@@ -18,7 +18,7 @@ import { LayerPanel } from "../views/sections/layers/layerPanel.js";
 const byName = () => (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
 export const VIEW_KINDS = [
-  { kind: "layers", slot: "panels", order: byName, create: (o) => new LayerPanel(o) },
+  { kind: "layers", slot: "panels", order: (contract) => (a, b) => comparePanels(contract, a, b), create: (o) => new LayerPanel(o) },
   { kind: "scalar", slot: "grid", order: (contract) => (a, b) => compareTags(contract, a, b), create: (o) => new ChartCard(o) },
   { kind: "histogram", slot: "grid", order: byName, create: (o) => new HistogramCard(o) },
 ];
@@ -34,4 +34,17 @@ export function viewKindOf(entry) {
 /** The key of a view in the dashboard's one map of views. */
 export function viewKey(kind, tag) {
   return `${kind}\u0000${tag}`;
+}
+
+const KIND_NAMES = { layers: ["heatmap", "heatmaps"], scalar: ["chart", "charts"], histogram: ["distribution", "distributions"] };
+
+/** "2 heatmaps · 8 charts · 5 distributions": the views of a section by kind, in the registry's order. */
+export function kindsText(infos) {
+  const parts = [];
+  for (const { kind } of VIEW_KINDS) {
+    const n = infos.filter((i) => i.kind === kind).length;
+    const [one, many] = KIND_NAMES[kind] || [kind, kind];
+    if (n) parts.push(`${n} ${n === 1 ? one : many}`);
+  }
+  return parts.join(" · ");
 }
