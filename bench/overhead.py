@@ -367,7 +367,7 @@ def main(argv=None):
     model_config = None
     if args.quick:
         model_config = QUICK_MODEL
-        args.steps, args.pynative_steps, args.warmup, args.reps = 6, 6, 2, 1
+        args.steps, args.pynative_steps, args.warmup, args.reps = 3, 3, 1, 1
         args.configs = args.pynative_configs = "none,core_diag_debug"
     plan = _plan(args)
     if args.quick:

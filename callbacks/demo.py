@@ -18,6 +18,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -68,10 +70,21 @@ PROBLEM_LR_FACTOR = 1000.0
 PROBLEM_CONFIG = {"clip": None}
 
 
-class TransformerClassifier(nn.Cell):
-    """Token + position embedding, ``layers`` x ``nn.TransformerEncoderLayer``, mean pooling, linear head."""
+# What the SummaryCollector run records with MindSpore's summary operators (the tab's "Images and tensors").
+IMAGE_INPUTS = "input_tokens"          # the first 8 input sequences, one row each, grey level = token id
+IMAGE_ATTENTION = "attention_layer0_head0"   # the first encoder layer's attention, head 0, first sequence
+TENSOR_PROBABILITIES = "class_probabilities"  # the predicted class probabilities of the first 4 sequences
 
-    def __init__(self, vocab, seq, hidden, heads, ffn, layers, classes, dropout=0.1):
+
+class TransformerClassifier(nn.Cell):
+    """Token + position embedding, ``layers`` x ``nn.TransformerEncoderLayer``, mean pooling, linear head.
+
+    With ``summaries`` it also records, through MindSpore's summary operators (``ImageSummary``, ``TensorSummary``;
+    what ``SummaryCollector`` writes into the ``*_MS`` files), a sample of its inputs and the first layer's
+    attention map as images and the predicted class probabilities as a tensor.
+    """
+
+    def __init__(self, vocab, seq, hidden, heads, ffn, layers, classes, dropout=0.1, summaries=False):
         super().__init__()
         self.embedding = nn.Embedding(vocab, hidden)
         self.position = ms.Parameter(Tensor(np.random.RandomState(0).normal(0, 0.02, (1, seq, hidden))
@@ -82,20 +95,54 @@ class TransformerClassifier(nn.Cell):
         ])
         self.norm = nn.LayerNorm((hidden,))
         self.head = nn.Dense(hidden, classes)
+        self.summaries = summaries
+        self.vocab = float(vocab)
+        self.hidden = hidden
+        self.head_dim = hidden // heads
+        if summaries:
+            self.image_summary = ops.ImageSummary()
+            self.tensor_summary = ops.TensorSummary()
 
     def construct(self, tokens):
-        h = self.embedding(tokens) + self.position
+        embedded = self.embedding(tokens) + self.position
+        h = embedded
         for layer in self.encoder:
             h = layer(h)
-        return self.head(self.norm(h.mean(axis=1)))
+        logits = self.head(self.norm(h.mean(axis=1)))
+        if self.summaries:
+            self.image_summary(IMAGE_INPUTS, self.input_image(tokens))
+            self.image_summary(IMAGE_ATTENTION, self.attention_image(embedded[0]))
+            self.tensor_summary(TENSOR_PROBABILITIES, ops.softmax(logits[:4], axis=-1))
+        return logits
+
+    # MindSpore 2.10 (GRAPH_MODE, inside a training cell) drops an ImageSummary whose value comes straight from a
+    # Reshape or ExpandDims: each image below ends with a computing op (the scaling) after its reshape.
+    def input_image(self, tokens):
+        """The first 8 input sequences as a grey image (NCHW in [0, 1]): one row each, grey level = token id."""
+        rows = ops.cast(tokens[:8], ms.float32)
+        return rows.reshape((1, 1, rows.shape[0], rows.shape[1])) / self.vocab
+
+    def attention_image(self, x):
+        """The first encoder layer's head-0 attention over one sequence ``x`` ([seq, hidden]) as a grey image (row:
+        query token, column: key token; black the smallest weight of the map, white the largest): softmax(q k^T /
+        sqrt(d)), q and k from the layer's own input projection."""
+        attn = self.encoder[0].self_attn
+        d, n = self.head_dim, self.hidden
+        q = ops.matmul(x, attn.in_proj_weight[:d].T) + attn.in_proj_bias[:d]
+        k = ops.matmul(x, attn.in_proj_weight[n:n + d].T) + attn.in_proj_bias[n:n + d]
+        weights = ops.softmax(ops.matmul(q, k.T) / math.sqrt(d), axis=-1)
+        low, high = weights.min(), weights.max()
+        image = weights.reshape((1, 1, weights.shape[0], weights.shape[1])) - low
+        return image / ops.maximum(high - low, 1e-12)
 
 
-def build_model(config=None, seed=0):
-    """The demo / benchmark network (about 0.4M parameters with the default config)."""
+def build_model(config=None, seed=0, summaries=False):
+    """The demo / benchmark network (about 0.4M parameters with the default config); ``summaries``: see
+    :class:`TransformerClassifier`."""
     c = dict(DEMO_CONFIG, **(config or {}))
     ms.set_seed(seed)
     return TransformerClassifier(c["vocab"], c["seq"], c["hidden"], c["heads"], c["ffn"], c["layers"],
-                                 c["classes"])
+                                 c["classes"], summaries=summaries)
 
 
 def synthetic_arrays(n, config=None, seed=0):
@@ -153,9 +200,10 @@ class WarmupCosineLR(LearningRateSchedule):
 
 
 class _Progress(Callback):
-    """A progress bar with the ETA: redrawn in place on a terminal, a line every 10 % otherwise."""
+    """A progress bar with the time left: redrawn in place on a terminal, otherwise ``lines`` lines in all (every
+    10 % by default)."""
 
-    def __init__(self, label, total, stream=None, stop=None):
+    def __init__(self, label, total, stream=None, stop=None, lines=10):
         super().__init__()
         self.label, self.total = label, total
         self.stream = stream if stream is not None else sys.stderr
@@ -163,7 +211,8 @@ class _Progress(Callback):
         self.stop = stop                 # a _Stop: request_stop() at the next step once it is set
         self.start = self.first = None
         self.step = 0
-        self.next_tenth = 1
+        self.lines = max(1, int(lines))
+        self.next_tenth = 1              # the next line is due at next_tenth / lines of the steps
         self.last_draw = 0.0
 
     def _write(self, text, end="\n"):
@@ -185,14 +234,16 @@ class _Progress(Callback):
         loss = cb.net_outputs[0] if isinstance(cb.net_outputs, (tuple, list)) else cb.net_outputs
         loss = float(np.asarray(loss.asnumpy()).reshape(-1)[0]) if hasattr(loss, "asnumpy") else float("nan")
         per_step = (now - self.first[1]) / (step - self.first[0]) if step > self.first[0] else None
-        left = "" if per_step is None else "  ETA %s" % _seconds(per_step * (self.total - step))
-        line = "%s [%s] %d/%d steps  loss %.3f%s" % (self.label, _bar(step, self.total), step, self.total, loss, left)
+        left = time_left(None if per_step is None else per_step * (self.total - step), now - self.start,
+                         step >= self.total)
+        line = "%s [%s] %d/%d steps  loss %.3f%s" % (self.label, _bar(step, self.total), step, self.total, loss,
+                                                    "  " + left if left else "")
         if self.tty:
             if now - self.last_draw >= 0.2 or step == self.total:
                 self.last_draw = now
                 self._write(line, end="\n" if step == self.total else "")   # the last draw keeps its line
-        elif step == 1 or step * 10 >= self.next_tenth * self.total:
-            while step * 10 >= self.next_tenth * self.total:
+        elif step == 1 or step * self.lines >= self.next_tenth * self.total:
+            while step * self.lines >= self.next_tenth * self.total:
                 self.next_tenth += 1
             self._write(line)
         if self.stop is not None and self.stop.requested:
@@ -211,6 +262,16 @@ def _bar(done, total, width=24):
 
 def _seconds(s):
     return "%d:%02d" % divmod(int(round(s)), 60)
+
+
+def time_left(seconds, elapsed, finished):
+    """The time part of a progress line: ``"ETA 1:05"``, ``"ETA under 1 s"`` when the estimate rounds to nothing,
+    ``"done in 0:42"`` at the end; ``""`` while there is no estimate. Never a zero or negative time left."""
+    if finished:
+        return "done in %s" % _seconds(elapsed)
+    if seconds is None or not math.isfinite(seconds):
+        return ""
+    return "ETA %s" % _seconds(seconds) if seconds >= 0.5 else "ETA under 1 s"
 
 
 class _Stop:
@@ -297,44 +358,64 @@ def run_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, collect_freq=
     return run_dir
 
 
-def summary_collector_run(root, steps=20, config=None, name="mindspore_summary_collector"):
-    """A short run recorded by MindSpore's own ``SummaryCollector`` (``*_MS`` files); returns its folder."""
+def summary_collector_run(root, steps=20, config=None, name="mindspore_summary_collector", progress=None):
+    """A short run recorded by MindSpore's own ``SummaryCollector`` (``*_MS`` files): the loss, weight histograms,
+    the lineage, and what the network's summary operators record (images of its inputs and of an attention map, a
+    tensor of class probabilities); returns its folder. ``progress``: a label to print progress lines with (to
+    standard output)."""
     from mindspore.train import SummaryCollector
 
     c = dict(DEMO_SMALL, **(config or {}))
     ms.set_context(mode=ms.GRAPH_MODE)
     run_dir = os.path.join(root, name)
-    net = build_model(c)
+    net = build_model(c, summaries=True)
     optimizer = nn.AdamWeightDecay(net.trainable_params(), learning_rate=c["lr"], weight_decay=0.01)
     model = Model(net, _loss_fn(), optimizer)
     collector = SummaryCollector(run_dir, collect_freq=max(1, steps // 10),
                                  collect_specified_data={"collect_input_data": False,
                                                          "histogram_regular": "head.*|encoder.0.*dense1.*"})
-    model.train(1, synthetic_dataset(steps, c, seed=3), callbacks=[collector], dataset_sink_mode=False)
+    callbacks = [collector]
+    if progress:
+        callbacks.append(_Progress(progress, steps, stream=sys.stdout, lines=4))
+    model.train(1, synthetic_dataset(steps, c, seed=3), callbacks=callbacks, dataset_sink_mode=False)
     return run_dir
 
 
-def _collector_in_child(root, steps, log, stop, limit=180.0):
+def _collector_in_child(root, steps, log, stop, limit=180.0, label="[3/3] SummaryCollector run"):
     """Runs :func:`summary_collector_run` in a child process: SummaryCollector forks a writer pool, which can hang
     in a multi-threaded parent; a child that hangs is killed after ``limit`` seconds. Returns the folder or None."""
     cmd = [sys.executable, "-c", "import sys; from tb_mindspore_callbacks import demo; "
-           "demo.summary_collector_run(sys.argv[1], int(sys.argv[2]))", root, str(steps)]
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)    # Ctrl-C reaches the demo only; it stops the child
-    started = time.perf_counter()
-    while child.poll() is None:
-        if stop.requested or time.perf_counter() - started > limit:
-            child.kill()
-            child.wait()
-            if not stop.requested:
-                log("SummaryCollector run skipped: it did not finish in %.0f s" % limit)
+           "demo.summary_collector_run(sys.argv[1], int(sys.argv[2]), progress=sys.argv[3])", root, str(steps),
+           label]
+    with tempfile.TemporaryFile(mode="w+") as errors:   # MindSpore's warnings: the last line says why it failed
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True,
+                                 start_new_session=True)    # Ctrl-C reaches the demo only; it stops the child
+        # Its progress lines (compiling, steps) are passed on as they come, so this stage is not silent.
+        relay = threading.Thread(target=_relay, args=(child.stdout, label, log), daemon=True)
+        relay.start()
+        started = time.perf_counter()
+        while child.poll() is None:
+            if stop.requested or time.perf_counter() - started > limit:
+                child.kill()
+                child.wait()
+                if not stop.requested:
+                    log("SummaryCollector run skipped: it did not finish in %.0f s" % limit)
+                return None
+            time.sleep(0.1)
+        relay.join(5)
+        if child.returncode != 0:
+            errors.seek(0)
+            err = errors.read().strip().splitlines()
+            log("SummaryCollector run failed: %s" % (err[-1] if err else "exit status %d" % child.returncode))
             return None
-        time.sleep(0.1)
-    if child.returncode != 0:
-        err = (child.stderr.read() or "").strip().splitlines()
-        log("SummaryCollector run failed: %s" % (err[-1] if err else "exit status %d" % child.returncode))
-        return None
     return os.path.join(root, "mindspore_summary_collector")
+
+
+def _relay(pipe, label, log):
+    """Passes the child's progress lines (those starting with ``label``) to ``log``."""
+    for line in pipe:
+        if line.startswith(label):
+            log(line.rstrip("\n"))
 
 
 def _collect_freq(steps):
@@ -380,14 +461,48 @@ def run_full_demo(root="./summary_log", steps=DEFAULT_STEPS, log=print, stream=N
             raise
         except KeyboardInterrupt as e:   # Ctrl-C during the landscape (its finished points are written), or twice
             raise stopped("the healthy run's loss landscape" if isinstance(e, LandscapeInterrupted) else where)
-        log("[3/3] MindSpore's own SummaryCollector (*_MS files), %d steps, in a child process..." % collector_steps)
+        log("[3/3] MindSpore's own SummaryCollector (*_MS files: loss, weight histograms, images, a tensor), %d "
+            "steps, in a child process (starting MindSpore there)..." % collector_steps)
         collector = _collector_in_child(root, collector_steps, log, stop)
         if stop.requested:
             raise stopped("the SummaryCollector run")
         if collector:
             runs["summary_collector"] = collector
     log("done in %.0f s; view it with: %s" % (time.perf_counter() - started, tensorboard_command(root)))
+    for line in closing_lines(runs):
+        log(line)
     return runs
+
+
+def closing_lines(runs):
+    """What to look at in each section of the MindSpore tab, for the runs the demo recorded (``run_full_demo``'s
+    answer: ``healthy``, ``problem``, ``summary_collector``)."""
+    healthy, problem = os.path.basename(runs.get("healthy", "")), os.path.basename(runs.get("problem", ""))
+    lines = ["What to look at in the MindSpore tab, section by section:",
+             "  Health: the run with the learning rate %gx too high is named with the step its loss turned Inf "
+             "(caught between two recorded points) and what else went wrong in it; click a finding to see its "
+             "chart." % PROBLEM_LR_FACTOR,
+             "  Core: loss, learning rate (on a log scale: the two runs differ %gx), gradient norm with the "
+             "min-max band of every step in between, step time, throughput, memory; compile time as points."
+             % PROBLEM_LR_FACTOR,
+             "  Diagnostic: evaluation loss and accuracy, per-layer weight norms (a heatmap, layers x steps).",
+             "  Debug: the per-layer update-ratio heatmap first: pick %s and compare with %s side by side (its "
+             "layers change far faster: red where the healthy run's are near the scale's centre); gradient norms per "
+             "layer, activation distributions, data wait."
+             % (healthy or "the healthy run", problem or "the other run")]
+    if runs.get("summary_collector"):
+        lines.append("  Weight distributions of the SummaryCollector run (its *_MS files, read with no MindSpore "
+                     "needed): how its weights spread over training.")
+    lines += ["  Loss landscape: the healthy run's 11 x 11 loss surface around its final weights (heatmap, "
+              "isolines, 3-D).",
+              "  Run info: each run's hyperparameters side by side (make_run_dir's, hparams= and MindSpore's "
+              "lineage under one name each), and how it was recorded."]
+    if runs.get("summary_collector"):
+        lines.append("  Images and tensors: the SummaryCollector run's input tokens and its first layer's "
+                     "attention map, step by step (ImageSummary), and its class probabilities (TensorSummary).")
+    lines.append("  Cluster: each run's ranks x steps (one rank here; with msrun one row per rank, a slow or "
+                 "stopped rank stands out).")
+    return lines
 
 
 def tensorboard_command(logdir):

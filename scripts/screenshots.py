@@ -5,7 +5,8 @@
 
 Writes into OUT_DIR (default ``docs``): ``screenshot.png`` (the tab: Health panel and core charts),
 ``heatmaps.png`` (the per-layer update-ratio heatmap of the first run, the second one side by side: the demo's
-healthy run and the one with the learning rate too high), ``landscape.png`` (the loss landscape section).
+healthy run and the one with the learning rate too high), ``landscape.png`` (the loss landscape section),
+``media.png`` (the Images and tensors section: the SummaryCollector run's images and tensor).
 """
 
 import os
@@ -77,6 +78,11 @@ def main(logdir, out="docs"):
             if frame.locator(landscape).count():
                 frame.locator(landscape).scroll_into_view_if_needed()
                 shoot(frame, landscape, os.path.join(out, "landscape.png"))
+            media = "[data-testid=media-section]"
+            if frame.locator(media + "[data-state=ready]").count():
+                frame.wait_for_function("() => [...document.querySelectorAll('[data-testid=media-image]')]"
+                                        ".every((i) => i.dataset.state === 'loaded')", timeout=60000)
+                shoot(frame, media, os.path.join(out, "media.png"))
             browser.close()
     finally:
         proc.terminate()

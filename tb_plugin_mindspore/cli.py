@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 from .commands import check, compare, convert, doctor, report
 
@@ -79,12 +80,17 @@ def _run_demo(args):
     missing = CliError('the demo trains a MindSpore model: pip install "tb-plugin-mindspore[mindspore]"')
     if importlib.util.find_spec("mindspore") is None:
         raise missing
-    print("%s demo: loading MindSpore..." % PROG, file=sys.stderr, flush=True)
+    print("%s demo: loading MindSpore (a few seconds on an idle machine, a minute or more on a busy one)..." % PROG,
+          file=sys.stderr, flush=True)
+    started = time.perf_counter()
     try:
-        import mindspore  # noqa: F401
+        import mindspore
     except ImportError:
         raise missing
     from tb_mindspore_callbacks import demo   # lazy: MindSpore is imported only when the demo runs
+
+    print("%s demo: MindSpore %s loaded in %.0f s" % (PROG, getattr(mindspore, "__version__", "?"),
+                                                    time.perf_counter() - started), file=sys.stderr, flush=True)
 
     steps = demo.DEFAULT_STEPS if args.steps is None else args.steps
     try:

@@ -153,12 +153,40 @@ class ContentError(ValueError):
     """Plugin content that this version cannot read."""
 
 
+# The contents made last, by their arguments: a writer makes the same few (one per tag) at every point, and the
+# JSON encoding was most of the cost of building a value on the writer thread.
+_CONTENTS = {}
+_CONTENTS_MAX = 512
+
+
+def _frozen(value):
+    """A hashable stand-in for a content field (lists of names, nested dicts), or None when there is none."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, (list, tuple)):
+        items = tuple(_frozen(v) for v in value)
+        return None if None in items else ("list", items)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        items = tuple((k, _frozen(value[k])) for k in sorted(value))
+        return None if any(v is None for _, v in items) else ("dict", items)
+    return None
+
+
 def make_content(kind, **fields):
     if kind not in KINDS:
         raise ValueError("unknown kind %r (expected one of %s)" % (kind, ", ".join(KINDS)))
+    key = _frozen(dict(fields, kind=kind))
+    found = _CONTENTS.get(key) if key is not None else None
+    if found is not None:
+        return found
     body = {"version": CONTENT_VERSION, "kind": kind}
     body.update(fields)
-    return json.dumps(body, sort_keys=True).encode("utf-8")
+    content = json.dumps(body, sort_keys=True).encode("utf-8")
+    if key is not None:
+        if len(_CONTENTS) >= _CONTENTS_MAX:
+            _CONTENTS.clear()
+        _CONTENTS[key] = content
+    return content
 
 
 # Deepest nesting of JSON that readers accept (ours is at most 4 deep); deeper text is refused as hostile before

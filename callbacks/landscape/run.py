@@ -4,6 +4,7 @@ Ctrl-C (or SIGTERM) stops after the point being evaluated; the finished points a
 and :class:`LandscapeInterrupted` (a ``KeyboardInterrupt``) is raised.
 """
 
+import math
 import signal
 import sys
 import threading
@@ -62,6 +63,18 @@ class Interrupts:
         return False
 
 
+def time_left_text(left, elapsed, finished):
+    """``"about 2 min 05 s left"``, ``"less than a second left"``, ``"done in 41 s"``; never a zero or negative time
+    left (the estimate of the last points rounds to nothing), ``"time left unknown"`` before the first point."""
+    if finished:
+        return "done in %s" % gridlib.format_seconds(elapsed)
+    if left is None or not math.isfinite(left):
+        return "time left unknown"
+    if left < 1.0:
+        return "less than a second left"
+    return "about %s left" % gridlib.format_seconds(left)
+
+
 class Progress:
     """A one-line progress bar on a terminal; otherwise a line through ``log`` every 10 %."""
 
@@ -87,9 +100,9 @@ class Progress:
                 return
             self.last = now
             filled = int(30 * done / self.total)
-            self.stream.write("\r%s [%s%s] %d/%d points %3d%%  %s left " % (
+            self.stream.write("\r%s [%s%s] %d/%d points %3d%%  %s " % (
                 self.label, "#" * filled, "." * (30 - filled), done, self.total, 100 * done // self.total,
-                gridlib.format_seconds(left)))
+                time_left_text(left, elapsed, done >= self.total)))
             self.stream.flush()
         elif done * 10 >= self.next_tenth * self.total:
             while done * 10 >= self.next_tenth * self.total:
@@ -97,9 +110,13 @@ class Progress:
             # Every 10 %, but not more than one line every 2 s (small grids finish without a wall of lines).
             if elapsed - self.last >= 2.0 or (done == self.total and self.last > 0):
                 self.last = elapsed
-                self.log("%s: %d/%d points (%d%%), %s elapsed, about %s left" % (
-                    self.label, done, self.total, 100 * done // self.total, gridlib.format_seconds(elapsed),
-                    gridlib.format_seconds(left)))
+                if done >= self.total:
+                    self.log("%s: %d/%d points, done in %s" % (self.label, done, self.total,
+                                                              gridlib.format_seconds(elapsed)))
+                else:
+                    self.log("%s: %d/%d points (%d%%), %s elapsed, %s" % (
+                        self.label, done, self.total, 100 * done // self.total, gridlib.format_seconds(elapsed),
+                        time_left_text(left, elapsed, False)))
 
     def close(self):
         if self.tty:

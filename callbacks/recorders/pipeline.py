@@ -22,7 +22,7 @@ from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_han
 from ..common.model_kinds import is_cell
 from ..common.util import detect_rank, logger
 from .live_health import guard_settings
-from .base import HostInterval, RunContext, StepRecord, due
+from .base import HostInterval, Recorder, RunContext, StepRecord, due
 from .events import json_value
 from .source import parameter_table
 
@@ -98,6 +98,8 @@ class Pipeline:
         self._time_steps = 0
         self._wait_ms = None
         self._last_outputs = self._last_inputs = None
+        self._hooked = {}
+        self._hooked_for = None
         # The CPU time of recording the points (the evaluation left out) on the training thread since the last core
         # point, per step: core/monitor_cpu_ms, which other processes on the machine do not inflate.
         self._monitor_cpu = 0.0
@@ -105,7 +107,27 @@ class Pipeline:
 
     @property
     def wants_step_begin(self):
-        return any(r.wants_step_begin for r in self.recorders)
+        """Whether a recorder asks for ``step_begin`` (its ``on_step_begin``, or the data wait it measures)."""
+        return bool(self._subscribers("wants_step_begin"))
+
+    def _subscribers(self, hook):
+        """The recorders that define ``hook`` (those that inherit ``Recorder``'s empty one are left out: a step
+        then makes no call for nothing); for ``on_step_begin`` only those with ``wants_step_begin``;
+        ``"wants_step_begin"``: those that set it. Worked out once per list of recorders."""
+        if self._hooked_for is not self.recorders:
+            self._hooked, self._hooked_for = {}, self.recorders
+        found = self._hooked.get(hook)
+        if found is None:
+            if hook == "wants_step_begin":
+                found = [r for r in self.recorders if r.wants_step_begin]
+            else:
+                base = getattr(Recorder, hook, None)
+                found = [r for r in self.recorders
+                         if not isinstance(r, Recorder) or hook in vars(r) or getattr(type(r), hook, None) is not base]
+            if hook == "on_step_begin":
+                found = [r for r in found if r.wants_step_begin]
+            self._hooked[hook] = found
+        return found
 
     def request_stop(self, reason=""):
         self.stop_requested = True
@@ -126,7 +148,7 @@ class Pipeline:
             logger.exception("tb-mindspore: %s failed at %s; training continues", self.owner, where)
 
     def _call(self, hook, *args, recorders=None):
-        for r in self.recorders if recorders is None else recorders:
+        for r in self._subscribers(hook) if recorders is None else recorders:
             try:
                 getattr(r, hook)(*args)
             except Exception:
@@ -248,7 +270,7 @@ class Pipeline:
         now = time.perf_counter()
         if data_wait and self.prev_time is not None:
             self._wait_ms = (now - self.prev_time) * 1000.0
-        self._call("on_step_begin", int(step), recorders=[r for r in self.recorders if r.wants_step_begin])
+        self._call("on_step_begin", int(step))
         if self.prev_time is not None:
             self.prev_time += time.perf_counter() - now
 

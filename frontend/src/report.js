@@ -1,16 +1,21 @@
 // Entry point of the self-contained report (tb-mindspore report). The report file inlines this bundle and the data
 // (<script type="application/json" id="ms-report-data">); the page is the tab's own dashboard, Health panel,
-// heatmaps, loss landscapes and run information, with every route answered from that data (reportData.js), so it
+// heatmaps, loss landscapes, run information, images and tensors and Cluster section, with every route answered
+// from that data (reportData.js) and images from data URLs in it, so it
 // opens from disk with no server and no network. Every chart is drawn at once and the page scrolls as one document
 // (a report is read top to bottom, printed or saved), and the page keeps no settings between reports.
 
 import uplotCss from "uplot/dist/uPlot.min.css?inline";
 import appCss from "./styles.css?inline";
-import { reportFetch } from "./api/report.js";
+import { imageDataUrl, reportFetch } from "./api/report.js";
+import { setImageSource } from "./api/runData.js";
 import { el } from "./base/dom.js";
 import { Dashboard } from "./page/dashboard.js";
+import { mountCluster } from "./views/sections/cluster/clusterView.js";
 import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
+import { mountMedia } from "./views/sections/media/mediaView.js";
 import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
+import { mountGraph } from "./views/sections/graph/graphView.js";
 
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }
@@ -37,6 +42,7 @@ function forgetStorage() {
 function main() {
   const data = readData();
   globalThis.fetch = reportFetch(data);
+  setImageSource((run, tag, step) => imageDataUrl(data, run, tag, step));
   forgetStorage();
   const style = document.createElement("style");
   style.id = "ms-styles";
@@ -68,8 +74,12 @@ function main() {
   dashboard.settings.autoRefresh = false;
   dashboard.app.dataset.report = "true";
   dashboard.start();
+  // The sections the tab mounts beside the dashboard, in the tab's order (index.js).
   mountLandscapes(dashboard);
   mountRunInfo(dashboard);
+  mountMedia(dashboard);
+  mountCluster(dashboard);
+  mountGraph(dashboard); // the model graph a run recorded
   window.msReport = dashboard;
 }
 

@@ -37,15 +37,25 @@ test("hyperparameter rows are sorted by name and keep their source", () => {
   const info = normalizeRunInfo({
     run: "r",
     sources: ["run_info", "hparams"],
-    hparams: { lr: 0.05, batch_size: 4, "<b>x</b>": "<i>y</i>" },
-    hparam_sources: { lr: "run_info", batch_size: "lineage" },
+    hparams: { learning_rate: 0.05, batch_size: 4, "<b>x</b>": "<i>y</i>" },
+    hparam_sources: { learning_rate: "run_info", batch_size: "lineage" },
+    hparam_names: { learning_rate: ["lr", "learning_rate"], batch_size: ["batch_size"] },
   });
   const rows = hparamRows(info);
-  assert.deepEqual(rows.map((r) => r.name), ["<b>x</b>", "batch_size", "lr"]);
-  assert.deepEqual(rows[2], { name: "lr", value: 0.05, text: "0.05", source: "run_info" });
+  assert.deepEqual(rows.map((r) => r.name), ["<b>x</b>", "batch_size", "learning_rate"]);
+  assert.deepEqual(rows[2], { name: "learning_rate", value: 0.05, text: "0.05", source: "run_info", given: ["lr", "learning_rate"], from: "run info as lr, learning_rate" });
+  assert.equal(rows[1].from, "MindSpore lineage"); // recorded under its canonical name: no "as"
   assert.equal(rows[0].text, "<i>y</i>"); // shown as text by the view, never parsed
   assert.equal(rows[0].source, "");
-  assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, lineage: null, msFiles: [] });
+  assert.deepEqual(normalizeRunInfo(null), { run: "", sources: [], runInfo: null, hparams: {}, hparamSources: {}, hparamNames: {}, lineage: null, msFiles: [] });
+  const mf = hparamRows(normalizeRunInfo({
+    run: "rank_0",
+    sources: ["mindformers_config"],
+    hparams: { learning_rate: 0.0001 },
+    hparam_sources: { learning_rate: "mindformers_config" },
+    hparam_names: { learning_rate: ["lr_schedule.learning_rate"] },
+  }));
+  assert.equal(mf[0].from, "mindformers config as lr_schedule.learning_rate");
 });
 
 test("the lineage summary names network, loss, optimizer, dataset and user data", () => {

@@ -7,6 +7,7 @@ server's health configuration), so a renamed tag or a moved threshold reaches th
 from .. import metadata as md
 from ..contract import debug_items
 from ..health.rules import RULES
+from ..contract import mindformers as mf
 
 CONTRACT_VERSION = 1
 
@@ -24,12 +25,19 @@ TIER_TEXT = {
                "per-layer update ratios, per-layer gradient norms (with MonitoredTrainCell), activation histograms "
                "and data wait time every 100 steps (Debug(every=...)); or pick items, e.g. "
                'debug=Debug(items=["update_ratio"]).'),
-    md.OTHER: ("Other", "Scalars outside the tier scheme.", None),
+    md.OTHER: ("Other", "Series outside the tier scheme.", None),
 }
 
 # Core charts first in the order people read them (a tag's sub-series, e.g. learning_rate/group1, follow it).
 TAG_ORDER = (md.LOSS, md.LEARNING_RATE, md.GRAD_NORM, md.LOSS_SCALE, md.OVERFLOW_STEPS, md.STEP_TIME_MS,
-             md.THROUGHPUT)
+             md.THROUGHPUT) + mf.CORE_ORDER
+
+# Per-layer heatmaps in the order people read them: the update ratio leads (the Debug tier's headline), the flight
+# recorder's dumps (the steps before an anomaly) come last; others by name in between.
+PANELS_FIRST = (md.UPDATE_RATIO_LAYERS, md.GRAD_NORM_LAYERS, md.WEIGHT_NORM_LAYERS)
+PANELS_LAST = (md.FLIGHT_GRAD_NORM_LAYERS, md.FLIGHT_NONFINITE_LAYERS)
+# One-off values, drawn as points (no line between them, no smoothing): a line through them would read as a trend.
+POINT_TAGS = (md.COMPILE_MS,)
 
 # Series of our callbacks a tier usually has; when some are absent the tier says which TrainMonitor option adds them.
 EXPECTED = {
@@ -60,6 +68,7 @@ AXES = {
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),
 }
 AXES.update({tag: item.axis for item in debug_items.ITEMS if item.axis for tag in item.tags})
+AXES.update({tag: (label, unit) for tag, (_, label, unit) in mf.TAGS.items()})   # mindformers' tags
 # Reference lines drawn on a chart from another series of the same run: the edge-of-stability line (2/lr for SGD,
 # 38/lr for Adam's preconditioned sharpness; Cohen et al. 2021, 2022) on the sharpness charts.
 REFERENCES = {
@@ -95,6 +104,8 @@ def build(config=None):
         "tiers": [{"id": t, "title": TIER_TEXT[t][0], "subtitle": TIER_TEXT[t][1], "empty_note": TIER_TEXT[t][2]}
                   for t in md.TIERS],
         "tag_order": list(TAG_ORDER),
+        "panel_order": {"first": list(PANELS_FIRST), "last": list(PANELS_LAST)},
+        "point_tags": list(POINT_TAGS),
         "expected": {tier: [dict(e) for e in items] for tier, items in EXPECTED.items()},
         "axes": {tag: {"label": label, "unit": unit} for tag, (label, unit) in AXES.items()},
         "unit_suffixes": [{"suffix": s, "unit": u} for s, u in UNIT_SUFFIXES],

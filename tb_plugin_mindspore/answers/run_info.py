@@ -10,9 +10,16 @@ Sources, per run:
   ``MsLogdir.lineage``: network, loss function, optimizer, learning rate, epochs, batch size, dataset sizes,
   ``custom_lineage_data``, the dataset graph.
 * ``converted_lineage``: the same lineage, from a converted run's ``run_info``.
+* ``mindformers_config``: mindformers' YAML configuration, which its Trainer writes as text summaries
+  (``runner_config/text_summary``, ``lr_schedule/text_summary``, ...), and ``hf_training_args``: Hugging Face's
+  ``TrainingArguments`` and model configuration, which its TensorBoard callback writes as text summaries
+  (``args/text_summary``, ``model_config/text_summary``): ``sources/config_texts.py``.
 
-``hparams`` of the answer merges them: the run information's ``hparams`` first, then the lineage's, then the
-HParams summary's (the first source that names a hyperparameter wins; ``hparam_sources`` says which one that was).
+``hparams`` of the answer merges them, each hyperparameter under its canonical name (``contract/hparam_names.py``:
+``lr`` and ``learning_rate`` are one): the run information's ``hparams`` first, then the lineage's, then the HParams
+summary's, then the trainer's configuration's (the first source that names a hyperparameter wins; ``hparam_sources``
+says which one that was, ``hparam_names`` the names it came as). Results and paths recorded beside them (the
+lineage's ``loss``, ``model_path``, ``model_size``, metrics) are not hyperparameters: they stay in ``lineage``.
 Numbers that JSON cannot hold are sent as ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
 """
 
@@ -25,7 +32,9 @@ from tensorboard.data import provider as tb_provider
 
 from .. import metadata
 from ..contract import content
+from ..contract import hparam_names
 from ..contract import run_info as run_info_contract
+from ..sources import config_texts
 from ..sources import ms_provider
 
 logger = logging.getLogger(__name__)
@@ -154,6 +163,36 @@ class RunInfoReader:
                 out[run] = values
         return out
 
+    def _trainer_configs(self, ctx, eid, runs=None):
+        """{run: (source, {dotted name: value})} of the hyperparameters in a trainer's configuration text summaries
+        (mindformers' YAML, Hugging Face's TrainingArguments: ``sources/config_texts.py``)."""
+        try:
+            listing = self._events.list_tensors(ctx, experiment_id=eid, plugin_name=config_texts.TEXT_PLUGIN,
+                                                run_tag_filter=tb_provider.RunTagFilter(runs=runs) if runs else None)
+            writers = {run: config_texts.writer_of(tags) for run, tags in listing.items()}
+            wanted = {run: config_texts.config_tags(w, listing[run]) for run, w in writers.items() if w is not None}
+            if not wanted:
+                return {}
+            data = self._events.read_tensors(
+                ctx, experiment_id=eid, plugin_name=config_texts.TEXT_PLUGIN, downsample=_READ_ALL,
+                run_tag_filter=tb_provider.RunTagFilter(runs=sorted(wanted),
+                                                        tags=sorted(set().union(*wanted.values()))))
+        except Exception:  # a provider without text summaries must not stop the route
+            logger.exception("mindspore plugin: reading configuration text summaries failed")
+            return {}
+        out = {}
+        for run, tags in wanted.items():
+            sections = {}
+            for tag in tags:
+                points = (data.get(run) or {}).get(tag) or []
+                if points:
+                    text = np.asarray(points[-1].numpy).reshape(-1)
+                    sections[config_texts.section_of(tag)] = text[0] if text.size else ""
+            values = config_texts.hyperparameters(writers[run], sections)
+            if values:
+                out[run] = (writers[run].source, values)
+        return out
+
     def _lineage_file(self, run):
         if self._ms is None or not self._ms.has_run(run):
             return None
@@ -173,7 +212,8 @@ class RunInfoReader:
             return []
 
     # -- answers -------------------------------------------------------------------------------------------------
-    def _answer(self, run, info, session, lineage, ms_files=None):
+    def _answer(self, run, info, session, lineage, ms_files=None, config=None):
+        """``config``: ``(source, values)`` of a trainer's configuration text summaries, or None."""
         sources = []
         if info is not None:
             sources.append("run_info")
@@ -186,18 +226,17 @@ class RunInfoReader:
             sources.append("lineage_file")
         if session:
             sources.append("hparams")
-        hparams, origin = {}, {}
+        config_source, config_values = config or (None, {})
+        if config_source:
+            sources.append(config_source)
         ours = (info or {}).get("hparams")
-        for name, values in (("run_info", ours if isinstance(ours, dict) else {}),
-                             ("lineage", (lineage or {}).get("hparams") or {}),
-                             ("hparams", session or {})):
-            for key, value in values.items():
-                key = str(key)
-                if key not in hparams:
-                    hparams[key] = value
-                    origin[key] = name
+        hparams, origin, names = hparam_names.merge((("run_info", ours if isinstance(ours, dict) else {}),
+                                                     ("lineage", (lineage or {}).get("hparams") or {}),
+                                                     ("hparams", session or {}),
+                                                     (config_source, config_values)))
         return plain({"run": run, "sources": sources, "run_info": info, "hparams": hparams,
-                      "hparam_sources": origin, "lineage": lineage, "ms_files": ms_files or []})
+                      "hparam_sources": origin, "hparam_names": names, "lineage": lineage,
+                      "ms_files": ms_files or []})
 
     def one(self, ctx, eid, run):
         """The answer for one run (404 if the run does not exist; a run with nothing has empty fields)."""
@@ -206,12 +245,14 @@ class RunInfoReader:
             raise errors.NotFoundError("no run named %r" % run)
         info = self._run_infos(ctx, eid, [run]).get(run)
         session = self._session_hparams(ctx, eid, [run]).get(run)
-        return self._answer(run, info, session, self._lineage_file(run), self._ms_files(run))
+        config = self._trainer_configs(ctx, eid, [run]).get(run)
+        return self._answer(run, info, session, self._lineage_file(run), self._ms_files(run), config)
 
     def all(self, ctx, eid):
         """``{"runs": {run: answer}}`` for the runs that have any of it."""
         infos = self._run_infos(ctx, eid)
         sessions = self._session_hparams(ctx, eid)
+        configs = self._trainer_configs(ctx, eid)
         lineages, files = {}, {}
         if self._ms is not None:
             for run in self._ms.runs():
@@ -221,6 +262,6 @@ class RunInfoReader:
                 listed = self._ms_files(run)
                 if sum(f["kind"] == "summary" for f in listed) > 1:   # a re-run or resume: say which file won
                     files[run] = listed
-        names = sorted(set(infos) | set(sessions) | set(lineages) | set(files))
+        names = sorted(set(infos) | set(sessions) | set(lineages) | set(files) | set(configs))
         return {"runs": {run: self._answer(run, infos.get(run), sessions.get(run), lineages.get(run),
-                                           files.get(run) or self._ms_files(run)) for run in names}}
+                                           files.get(run) or self._ms_files(run), configs.get(run)) for run in names}}

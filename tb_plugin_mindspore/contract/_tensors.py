@@ -8,15 +8,29 @@ import numpy as np
 from .. import metadata
 
 
+_SHAPES = {}      # TensorShapeProto per shape (copied into each TensorProto; the writer makes the same few again)
+
+
+def _shape(dims):
+    from tensorboard.compat.proto import tensor_shape_pb2
+
+    found = _SHAPES.get(dims)
+    if found is None:
+        if len(_SHAPES) >= 256:
+            _SHAPES.clear()
+        found = _SHAPES[dims] = tensor_shape_pb2.TensorShapeProto(
+            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=int(n)) for n in dims])
+    return found
+
+
 def numeric(array, dtype="float64"):
     """A ``TensorProto`` holding ``array`` as raw ``tensor_content`` (``dtype``: "float64" or "float32")."""
-    from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
+    from tensorboard.compat.proto import tensor_pb2, types_pb2
 
     array = np.asarray(array, dtype=np.float64 if dtype == "float64" else np.float32)
-    shape = tensor_shape_pb2.TensorShapeProto(
-        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=int(n)) for n in array.shape])
     proto_dtype = types_pb2.DT_DOUBLE if dtype == "float64" else types_pb2.DT_FLOAT
-    return tensor_pb2.TensorProto(dtype=proto_dtype, tensor_shape=shape, tensor_content=array.tobytes())
+    return tensor_pb2.TensorProto(dtype=proto_dtype, tensor_shape=_shape(tuple(array.shape)),
+                                  tensor_content=array.tobytes())
 
 
 def string(text):

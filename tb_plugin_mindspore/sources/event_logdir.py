@@ -16,6 +16,9 @@ plugin keep every point; other series keep at most ``SAMPLES`` points per tag, e
     logdir = EventLogdir(path)
     while logdir.reload().pending: pass     # bounded work per call
     logdir.runs(); logdir.series(run)       # {tag: Series}; logdir.warnings()
+
+``store``: an ``event_series.EventSeries`` (the tab's every-point store of scalars and their bands, with the restart
+rule) given every record read, so that the commands' ``Sources`` reads each event file once for both.
 """
 
 import logging
@@ -150,8 +153,9 @@ class ReloadResult:
 class EventLogdir:
     """See the module doc. ``logdir``: a local folder or a URL (``io/fs.py``)."""
 
-    def __init__(self, logdir, samples=None):
+    def __init__(self, logdir, samples=None, store=None):
         self.logdir = fs.normalize(logdir) if logdir else logdir
+        self.store = store        # an event_series.EventSeries given every payload read (one read for both)
         self._samples = dict(SAMPLES, **(samples or {}))
         self._runs = {}
         self._lock = threading.Lock()
@@ -206,6 +210,8 @@ class EventLogdir:
                 result.records += len(payloads)
                 if payloads:
                     self._add(r, name, mf, payloads, offsets)
+                if self.store is not None:
+                    self.store.take(run, folder, name, mf, payloads)
                 result.pending = result.pending or mf.has_unread()
         return result
 
@@ -214,6 +220,8 @@ class EventLogdir:
         for _ in range(max_rounds):
             if not self.reload().pending:
                 break
+        if self.store is not None:
+            self.store.taken()
         return self
 
     def _add(self, r, name, mf, payloads, offsets):

@@ -19,9 +19,10 @@ _TENSOR = summary_pb2.DATA_CLASS_TENSOR
 _BLOB = summary_pb2.DATA_CLASS_BLOB_SEQUENCE
 
 
-def load(logdir):
-    """An :class:`EventFilesProvider` over ``logdir`` with every event file read to its end."""
-    return EventFilesProvider(EventLogdir(logdir).read_all())
+def load(logdir, store=None):
+    """An :class:`EventFilesProvider` over ``logdir`` with every event file read to its end; ``store``: an
+    ``event_series.EventSeries`` filled by the same read (see ``EventLogdir``)."""
+    return EventFilesProvider(EventLogdir(logdir, store=store).read_all())
 
 
 def _thin(points, limit):

@@ -185,7 +185,7 @@ class Series:
         """A segment starts at ``step``: the final timeline loses its points at or after it."""
         final = self._final_columns()
         n = final.steps.size
-        if not n:
+        if not n or step > int(final.steps.data[n - 1]):   # after every point: a new file that goes on (common)
             return
         keep = int(pyramid_module.search(final.steps.view(), step, "left"))
         if keep == n:

@@ -3,9 +3,10 @@
     landscape_dist_child.py LOGDIR SHARE_DIR GRID [HANG_RANK]
 
 Every worker builds the same network (fixed seed) and evaluation arrays; rank 0 writes the merged landscape to
-LOGDIR. A worker whose rank is HANG_RANK computes nothing and sleeps ``LANDSCAPE_HANG`` seconds (a hung or lost
-worker; msrun itself stops the whole job when a worker exits with an error). Prints one JSON line per worker: rank,
-workers, points evaluated, seconds.
+LOGDIR. A worker whose rank is HANG_RANK computes nothing and sleeps (a hung or lost worker; msrun itself stops the
+whole job when a worker exits with an error) until rank 0 has written the landscape (the file ``LOGDIR.done``),
+``LANDSCAPE_HANG`` seconds at most: it returns only after rank 0 is done, so rank 0 cannot have waited for it.
+Prints one JSON line per worker: rank, workers, points evaluated, seconds.
 """
 
 import json
@@ -27,8 +28,11 @@ def main():
     share = msrun_share()
     if share is None:
         return
+    done = logdir.rstrip(os.sep) + ".done"
     if share[0] == die:
-        time.sleep(float(os.environ.get("LANDSCAPE_HANG", "10")))
+        deadline = time.monotonic() + float(os.environ.get("LANDSCAPE_HANG", "10"))
+        while not os.path.exists(done) and time.monotonic() < deadline:
+            time.sleep(0.2)
         return
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(0)
@@ -44,6 +48,8 @@ def main():
     print("WORKER " + json.dumps({"rank": share[0], "workers": share[1], "points": int(result.points_done),
                                   "complete": bool(result.complete), "seconds": time.perf_counter() - started}),
           flush=True)
+    if share[0] == 0:
+        open(done, "w").close()
 
 
 if __name__ == "__main__":

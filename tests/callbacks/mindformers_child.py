@@ -8,7 +8,8 @@ Scenarios (in one process, so that mindformers is imported once):
   with ``use_clip_grad`` and ``local_norm`` and a gradient spike at step 16 (live health and the flight recorder),
   the second with neither (what cannot be recorded is said);
 * ``trainer``: mindformers' ``Trainer(args=TrainingArguments(...), callbacks=[TrainMonitor(...)])``;
-* ``yaml``: mindformers' own shipped general-task YAML with a ``callbacks:`` entry ``type: TrainMonitor``.
+* ``yaml``: mindformers' own shipped general-task YAML with a ``callbacks:`` entry ``type: TrainMonitor`` and a
+  ``tensorboard:`` folder of mindformers' own (``OUT/yaml/mf_tensorboard``, where it writes its configuration).
 
 Every scenario writes ``OUT/<scenario>/run`` (our run) and ``OUT/<scenario>/outputs.json``: mindformers' cell
 outputs of every step, read by a reference callback, to compare with what TrainMonitor recorded.
@@ -166,6 +167,8 @@ def scenario_yaml():
     cfg["runner_config"].update(epochs=1, batch_size=4, sink_mode=False)
     cfg["runner_wrapper"]["local_norm"] = True
     cfg["train_dataset"] = {"data_loader": {"type": None}, "batch_size": 4}
+    # mindformers' own TensorBoard folder: its Trainer writes the configuration there as text summaries.
+    cfg["tensorboard"] = {"tensorboard_dir": os.path.join(out, "mf_tensorboard")}
     cfg["callbacks"] = [{"type": "MFLossMonitor"},
                         {"type": "TrainMonitor", "logdir": os.path.join(out, "run"), "collect_freq": 2,
                          "debug": ["layer_grad_norm"], "debug_freq": 4, "registry": None}]

@@ -9,6 +9,7 @@ The child process (mindformers_child.py) runs every scenario once for the module
 import json
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -121,6 +122,35 @@ def test_a_yaml_callbacks_entry_builds_it(runs):
     assert info["step_source"] == "mindformers" and info["debug"]["items"] == ["layer_grad_norm"]
     assert dict(scalars[metadata.LOSS])[24] == pytest.approx(at(ref["steps"], 24, "loss"), rel=1e-6)
     assert metadata.GRAD_NORM_LAYERS in tensors and info["not_recorded"] == {}
+
+
+def test_its_yaml_configuration_gives_the_runs_hyperparameters(runs):
+    """mindformers' Trainer writes its configuration as text summaries; the run_info route shows its
+    hyperparameters under their canonical names, each with the configuration key it came as."""
+    import yaml
+    from tb_harness import App
+
+    out, _ = runs
+    with open(out / "yaml" / "config.yaml") as f:
+        cfg = yaml.safe_load(f)
+    app = App(out / "yaml" / "mf_tensorboard", load_fast="false")
+    deadline = time.time() + 120            # the loader reads the folder in the background
+    while "rank_0" not in app.plugin("/run_info")["runs"] and time.time() < deadline:
+        time.sleep(0.25)
+    body = app.plugin("/run_info", run="rank_0")
+    assert body["sources"] == ["mindformers_config"] and body["run_info"] is None
+    hp, names = body["hparams"], body["hparam_names"]
+    assert hp["learning_rate"] == cfg["lr_schedule"]["learning_rate"]
+    assert names["learning_rate"] == ["lr_schedule.learning_rate"]
+    assert hp["batch_size"] == cfg["runner_config"]["batch_size"]
+    assert names["batch_size"] == ["runner_config.batch_size"]
+    assert hp["optimizer"] == cfg["optimizer"]["type"] and hp["lr_schedule"] == cfg["lr_schedule"]["type"]
+    assert hp["weight_decay"] == cfg["optimizer"]["weight_decay"] and hp["seed"] == cfg["seed"]
+    assert hp["warmup"] == cfg["lr_schedule"]["warmup_steps"]
+    assert set(body["hparam_sources"].values()) == {"mindformers_config"}
+    # Paths, switches and parallel layouts of the configuration are not offered as hyperparameters.
+    assert not {"output_dir", "load_checkpoint", "use_parallel", "data_parallel"} & set(hp)
+    assert app.plugin("/run_info")["runs"]["rank_0"] == body
 
 
 def test_registered_when_mindformers_was_imported_first(tmp_path):

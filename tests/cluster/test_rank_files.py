@@ -223,3 +223,25 @@ def test_an_unwritable_folder_stops_the_rows_with_one_warning_and_never_raises(t
     stats.close()
     assert stats.failed is not None
     assert sum("stopped rank 0 statistics" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_damaged_record_in_a_rank_folder_loses_only_that_record(tmp_path):
+    """A rank folder's event file read through the one record reader: a record whose length checksum is wrong is
+    skipped, the framing is found again and the points after it are read; the damage is named."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from tb_plugin_mindspore.io import records
+
+    folder = tmp_path / "rank_0"
+    folder.mkdir()
+    frames = [records.frame(event_pb2.Event(step=step, wall_time=1e9 + step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="loss", simple_value=float(step))])).SerializeToString())
+        for step in range(1, 7)]
+    damaged = bytearray(frames[2])
+    damaged[0] ^= 0x01                                   # the length of step 3's record: the framing is lost
+    (folder / "events.out.tfevents.1.h").write_bytes(b"".join(frames[:2]) + bytes(damaged) + b"".join(frames[3:]))
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FOLDERS, [(0, str(folder))])
+    data.reload()
+    (rank,), steps, _, mats = data.aligned()
+    assert steps.tolist() == [1, 2, 4, 5, 6] and mats["loss"][0][0].tolist() == [1.0, 2.0, 4.0, 5.0, 6.0]
+    assert "bad length checksum" in rank.error

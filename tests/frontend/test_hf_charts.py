@@ -1,6 +1,7 @@
 """A Hugging Face Trainer run (transformers' own TensorBoard callback) beside one of ours, in headless Chromium on a
 real ``tensorboard``: one loss chart and one learning-rate chart for both, the Trainer's bookkeeping out of Core,
-its hand-logged ``grad_norm/<name>`` as one heatmap. Screenshot in test-artifacts/."""
+its hand-logged ``grad_norm/<name>`` as one heatmap, its TrainingArguments and model configuration as the run's
+hyperparameters. Screenshot in test-artifacts/."""
 
 import os
 import shutil
@@ -66,3 +67,16 @@ def test_one_chart_per_quantity_and_no_bookkeeping_in_core(page, mixed_logdir):
         assert {"bert.encoder.layer"} & groups or {"bert"} & groups, rows     # module trees of the HF names
         assert frame.locator('[data-testid=chart-card][data-tag^="grad_norm/"]').count() == 0
         page.screenshot(path=os.path.join(ARTIFACTS, "hf-trainer-beside-ours.png"), full_page=True)
+        # Run info: the Trainer's arguments and its model's configuration, under the canonical names.
+        card = '[data-testid=runinfo-card][data-run="hf"]'
+        frame.wait_for_selector("[data-testid=runinfo-section][data-state=ready]", timeout=60000)
+        frame.wait_for_selector(card, timeout=30000)
+        assert frame.get_attribute(card, "data-sources") == "hf_training_args"
+        hparams = frame.eval_on_selector_all(
+            card + " [data-testid=runinfo-hparam]",
+            "(rs) => Object.fromEntries(rs.map((r) => [r.dataset.name, [JSON.parse(r.dataset.value), "
+            "r.querySelector('[data-testid=runinfo-hparam-from]').textContent]]))")
+        assert hparams["learning_rate"] == [0.001, "Hugging Face TrainingArguments as args.learning_rate"]
+        assert hparams["batch_size"][0] == 4 and hparams["steps"][0] == 8 and hparams["hidden_size"][0] == 32
+        assert hparams["num_layers"][0] == 2 and hparams["seed"][0] == 42
+        assert "output_dir" not in hparams and "logging_dir" not in hparams

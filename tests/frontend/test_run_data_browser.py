@@ -169,7 +169,7 @@ def test_run_info_shows_lineage_and_train_monitor_hparams(page, server, fixtures
     card = frame.query_selector("[data-testid=runinfo-card][data-run=collector]")
     hp = hparams_of(card)
     assert hp["learning_rate"] == ("0.05", "lineage")
-    assert hp["batch_size"][0] == str(given["batch_size"]) and hp["epoch"][0] == str(given["epoch"])
+    assert hp["batch_size"][0] == str(given["batch_size"]) and hp["epochs"][0] == str(given["epoch"])
     assert hp["optimizer"][0] == given["optimizer"] and hp["loss_function"][0] == given["loss_function"]
     assert hp["note"][0] == "fixture" and hp["seed"][0] == "7"
     lineage = facts(card, "runinfo-lineage")
@@ -181,9 +181,13 @@ def test_run_info_shows_lineage_and_train_monitor_hparams(page, server, fixtures
 
     card = frame.query_selector("[data-testid=runinfo-card][data-run=monitored]")
     hp = hparams_of(card)
-    assert hp == {"hidden": ("16", "run_info"), "lr": ("0.05", "run_info"), "optimizer": ("momentum", "run_info"),
-                  "schedule": ("piecewise", "run_info"), "warmup": ("false", "run_info")}
-    assert set(hp) == set(MONITORED_HPARAMS)
+    # Under their canonical names, with the names they were recorded as.
+    assert hp == {"hidden_size": ("16", "run_info"), "learning_rate": ("0.05", "run_info"),
+                  "optimizer": ("momentum", "run_info"), "schedule": ("piecewise", "run_info"),
+                  "warmup": ("false", "run_info")}
+    assert len(hp) == len(MONITORED_HPARAMS)
+    assert card.query_selector('[data-testid=runinfo-hparam][data-name=learning_rate] '
+                               '[data-testid=runinfo-hparam-from]').inner_text() == "run info as lr"
     basics = facts(card, "runinfo-basics")
     assert basics["Mode"] == "GRAPH_MODE" and basics["collect_freq"] == "4" and basics["Rank"].startswith("0")
     assert basics["MindSpore"].count(".") >= 1

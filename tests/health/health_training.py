@@ -124,16 +124,15 @@ class ExtraTiers:
 
 
 def monitor_has_tiers():
-    """Whether TrainMonitor records the diagnostic and debug tiers itself (eval loss, update ratio, data wait)."""
-    import inspect
+    """Whether TrainMonitor records the diagnostic and debug tiers itself (eval loss, update ratio, data wait), through
+    its option objects (``Debug``, ``Eval``, ``Storage``)."""
     import os
 
-    from tb_mindspore_callbacks import TrainMonitor
+    import tb_mindspore_callbacks
 
     if os.environ.get("TB_MINDSPORE_TEST_EXTRA_TIERS") == "1":
         return False
-    params = inspect.signature(TrainMonitor.__init__).parameters
-    return all(name in params for name in ("debug", "debug_freq", "eval_dataset"))
+    return all(hasattr(tb_mindspore_callbacks, name) for name in ("Debug", "Eval", "Storage"))
 
 
 def train(logdir, epochs=6, lr=0.05, schedule=True, collect_freq=2, poison_row=None, head_lr=None,
@@ -144,7 +143,7 @@ def train(logdir, epochs=6, lr=0.05, schedule=True, collect_freq=2, poison_row=N
     from mindspore import nn
     from mindspore.train import Callback, Model
 
-    from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
+    from tb_mindspore_callbacks import MonitoredTrainCell, Storage, TrainMonitor
 
     ms.set_seed(seed)
     if regression:
@@ -174,15 +173,17 @@ def train(logdir, epochs=6, lr=0.05, schedule=True, collect_freq=2, poison_row=N
         opt = nn.Momentum(params, learning_rate=learning_rate, momentum=0.9)
     model = Model(MonitoredTrainCell.wrap(net, loss_fn, opt))
     callbacks = []
+    storage = Storage(flush_secs=0.5, registry=None)
     if extra and monitor_has_tiers():
         # The companion callbacks' own diagnostic and debug tiers.
-        kwargs = dict(debug=["update_ratio", "data_wait", "layer_grad_norm"], debug_freq=collect_freq,
-                      registry=None, hparams=hparams)
+        from tb_mindspore_callbacks import Debug, Eval
+
+        kwargs = dict(debug=Debug(items=["update_ratio", "data_wait", "layer_grad_norm"], every=collect_freq))
         if eval_data is not None:
-            kwargs["eval_dataset"] = dataset(eval_data[0], eval_data[1], batch=min(batch, len(eval_data[0])))
-        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, flush_secs=0.5, **kwargs)
+            kwargs["eval"] = Eval(dataset(eval_data[0], eval_data[1], batch=min(batch, len(eval_data[0]))))
+        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, hparams=hparams, storage=storage, **kwargs)
     else:
-        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, flush_secs=0.5, hparams=hparams)
+        monitor = TrainMonitor(str(logdir), collect_freq=collect_freq, hparams=hparams, storage=storage)
         if extra:
             callbacks.append(ExtraTiers.make(logdir, net, every=collect_freq, eval_data=eval_data, loss_fn=loss_fn))
     if monitors is not None:

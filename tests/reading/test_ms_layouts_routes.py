@@ -81,7 +81,8 @@ def test_eval_only_run_is_shown_with_its_metrics(app, ms_layouts):
     assert "evalonly" not in app.plugin("/runs")["runs"]
     info = app.plugin("/run_info")["runs"]["evalonly"]
     assert info["sources"] == ["lineage_file"]
-    assert info["hparams"]["metric/acc"] == pytest.approx(ms_layouts.expected["evalonly"]["acc"])
+    assert info["lineage"]["hparams"]["metric/acc"] == pytest.approx(ms_layouts.expected["evalonly"]["acc"])
+    assert "metric/acc" not in info["hparams"]      # a result, not a hyperparameter
     assert [f["kind"] for f in info["ms_files"]] == ["lineage"]
     health = {r["run"]: r for r in app.plugin("/health")["runs"]}
     assert health.get("evalonly", {"status": "ok"})["status"] == "ok"     # never told to record a run

@@ -14,6 +14,7 @@ import pytest
 
 from ms_training import MONITORED_HPARAMS
 from tb_harness import App
+from tb_plugin_mindspore.contract import hparam_names
 from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.writing.writer import SummaryWriter
 
@@ -106,11 +107,18 @@ def _check_collector_hparams(hp, ms_fixtures):
 def test_lineage_file_becomes_hyperparameters(app, ms_fixtures):
     body = app.plugin("/run_info", run="collector")
     assert body["run"] == "collector" and body["sources"] == ["lineage_file"] and body["run_info"] is None
-    _check_collector_hparams(body["hparams"], ms_fixtures)
+    _check_collector_hparams(body["lineage"]["hparams"], ms_fixtures)
     assert set(body["hparam_sources"].values()) == {"lineage"}
     assert body["lineage"]["user"] == ms_fixtures.expected["collector"]["lineage"]["custom"]
     assert body["lineage"]["dataset_graph"]["op_type"] == "Batch"
-    assert body["lineage"]["hparams"] == body["hparams"]
+    # The hyperparameters under their canonical names (MindSpore's "epoch" is "epochs"), results and paths left out.
+    lineage = body["lineage"]["hparams"]
+    hp = body["hparams"]
+    assert hp["epochs"] == lineage["epoch"] and body["hparam_names"]["epochs"] == ["epoch"]
+    assert hp["learning_rate"] == lineage["learning_rate"] and hp["batch_size"] == lineage["batch_size"]
+    for result in ("loss", "model_path", "model_size", "train_dataset_path"):
+        assert result not in hp, result
+    assert set(hp) == {hparam_names.canonical_name(k) for k in lineage if hparam_names.is_hyperparameter(k)}
 
 
 def test_converted_run_shows_the_same_lineage(app, ms_fixtures):
@@ -121,7 +129,7 @@ def test_converted_run_shows_the_same_lineage(app, ms_fixtures):
     assert body["lineage"]["hparams"] == ms["lineage"]["hparams"]
     assert body["lineage"]["user"] == ms["lineage"]["user"]
     assert body["hparams"] == ms["hparams"]
-    _check_collector_hparams(body["hparams"], ms_fixtures)
+    _check_collector_hparams(body["lineage"]["hparams"], ms_fixtures)
 
 
 def test_train_monitor_run_info_and_hparams(app):
@@ -129,7 +137,8 @@ def test_train_monitor_run_info_and_hparams(app):
 
     body = app.plugin("/run_info", run="monitored")
     assert body["sources"] == ["run_info", "hparams"] and body["lineage"] is None
-    assert body["hparams"] == MONITORED_HPARAMS
+    assert body["hparams"] == {hparam_names.canonical_name(k): v for k, v in MONITORED_HPARAMS.items()}
+    assert body["hparams"]["learning_rate"] == MONITORED_HPARAMS["lr"] and body["hparam_names"]["learning_rate"] == ["lr"]
     assert set(body["hparam_sources"].values()) == {"run_info"}
     info = body["run_info"]
     assert info["mindspore_version"] == importlib_metadata.version("mindspore")
@@ -145,7 +154,7 @@ def test_run_info_listing_and_errors(app):
     (only_file,) = empty.pop("ms_files")      # the run's MindSpore files (which steps a later file superseded)
     assert only_file["kind"] == "summary" and only_file["superseded"] == [] and only_file["steps"] == [1, 5]
     assert empty == {"run": "record", "sources": [], "run_info": None, "hparams": {}, "hparam_sources": {},
-                     "lineage": None}
+                     "hparam_names": {}, "lineage": None}
     assert app.plugin("/run_info", expect=404, run="nope")["error"]["code"] == 404
     assert app.plugin("/run_info", expect=400, run="")["error"]["code"] == 400
 

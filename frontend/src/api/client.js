@@ -140,6 +140,10 @@ export function normalizeTags(body) {
         // kind "layers": number of layers and where they come from ("vector" or "family")
         layers: Number.isFinite(t.layers) ? t.layers : null,
         source: t.source ? String(t.source) : null,
+        // mindformers: the tag's "<tag> vs samples" twin (a samples x axis), the loss it is a part of, per-rank values
+        samples_tag: t.samples_tag ? String(t.samples_tag) : null,
+        part_of: t.part_of ? String(t.part_of) : null,
+        per_rank: Boolean(t.per_rank),
         // another library's tag of one of our quantities (train/loss): our tag, whose chart draws it
         same_as: t.same_as ? String(t.same_as) : null,
       }));
@@ -296,6 +300,8 @@ export function normalizeHistograms(body) {
     // MindSpore histograms' NaN / +Inf / -Inf counts: [[step, nan, pos_inf, neg_inf]] for the shown steps.
     nonfinite: Array.isArray(body.nonfinite) ? body.nonfinite.filter(Array.isArray).map((r) => r.map((v) => Number(v) || 0)) : [],
     nonfinite_steps: Number(body.nonfinite_steps) || 0,
+    // A report that kept fewer steps than the tab would (its size budget): the most steps a chart keeps there.
+    report_budget: Number(body.report_budget) || 0,
   };
 }
 

@@ -15,6 +15,7 @@ export function normalizeRunInfo(body) {
     runInfo: obj(body && body.run_info),
     hparams: obj(body && body.hparams) || {},
     hparamSources: obj(body && body.hparam_sources) || {},
+    hparamNames: obj(body && body.hparam_names) || {}, // canonical name -> the names it was recorded as
     lineage: obj(body && body.lineage),
     msFiles: Array.isArray(body && body.ms_files) ? body.ms_files.filter((f) => f && typeof f === "object") : [],
   };
@@ -52,11 +53,13 @@ export function fetchMedia(opts) {
   return getJson("media", null, opts).then(normalizeMedia);
 }
 
-/** {run, tag, steps: [{step, wall_time, width, height, mime, bytes}]} */
+/** {run, tag, totalSteps, steps: [{step, wall_time, width, height, mime, bytes}]}; totalSteps is more than the
+ * steps listed when a report kept only some of them (its size budget). */
 export function fetchImages(run, tag, opts) {
   return getJson("images", { run, tag }, opts).then((body) => ({
     run: String(body.run),
     tag: String(body.tag),
+    totalSteps: Number(body.report_total_steps) || (Array.isArray(body.steps) ? body.steps.length : 0),
     steps: (Array.isArray(body.steps) ? body.steps : []).map((s) => ({
       step: Number(s.step),
       wall_time: Number(s.wall_time) || 0,
@@ -68,9 +71,17 @@ export function fetchImages(run, tag, opts) {
   }));
 }
 
-/** The relative URL of one image (the bytes as written). */
+let imageSource = null;
+
+/** Where images come from instead of the image route (the report: data URLs inlined in the file); null resets. */
+export function setImageSource(fn) {
+  imageSource = typeof fn === "function" ? fn : null;
+}
+
+/** The relative URL of one image (the bytes as written), or the report's data URL of it. */
 export function imageUrl(run, tag, step) {
-  return buildUrl("image", { run, tag, step });
+  const inlined = imageSource ? imageSource(run, tag, step) : null;
+  return inlined || buildUrl("image", { run, tag, step });
 }
 
 export const DEFAULT_MAX_VALUES = 256;

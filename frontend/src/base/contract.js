@@ -21,6 +21,24 @@ export function compareTags(contract, a, b) {
   return tagRank(contract, a) - tagRank(contract, b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
+/** Order of the per-layer heatmaps of a section: the contract's first ones (the update ratio leads), then the
+ * others by name, then its last ones (the flight recorder's dumps). */
+export function comparePanels(contract, a, b) {
+  const order = contract.panel_order || { first: [], last: [] };
+  const rank = (tag) => {
+    const i = order.first.indexOf(tag);
+    if (i >= 0) return i;
+    const j = order.last.indexOf(tag);
+    return j >= 0 ? order.first.length + 1 + j : order.first.length;
+  };
+  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** Whether a tag holds one-off values (compile time): drawn as points, never as a smoothed trend. */
+export function isPointSeries(contract, tag) {
+  return Array.isArray(contract.point_tags) && contract.point_tags.includes(tag);
+}
+
 function present(e, tags) {
   return tags.some((t) => e.tags.includes(t) || e.prefixes.some((p) => t.startsWith(p)));
 }

@@ -5,6 +5,7 @@
 import uPlot from "uplot";
 import { withAlpha } from "../base/colors.js";
 import { el, clear } from "../base/dom.js";
+import { displayRunName } from "../base/runNames.js";
 import { formatDuration, formatStep, formatValue, formatWallTime } from "./format.js";
 import { axisStyle, X_UNITS } from "./lineChart.js";
 import { nearestIndex } from "./series.js";
@@ -24,7 +25,7 @@ const BANDS = [
 export function prepareBands(data, xAxis = "step") {
   const rows = (data.rows || []).filter((r) => Number.isFinite(r[0]));
   const wall0 = rows.length ? rows[0][1] : 0;
-  const xOf = (r) => (xAxis === "step" ? r[0] : xAxis === "relative" ? r[1] - wall0 : r[1]);
+  const xOf = (r) => (xAxis === "step" || xAxis === "samples" ? r[0] : xAxis === "relative" ? r[1] - wall0 : r[1]);
   const sorted = rows.map((r) => ({ x: xOf(r), r })).filter((e) => Number.isFinite(e.x)).sort((a, b) => a.x - b.x);
   const xs = [];
   const qs = Array.from({ length: 9 }, () => []);
@@ -135,7 +136,7 @@ export class BandsChart {
       const tr = el("tr", { "data-run": e.run, "data-step": String(e.prep.steps[i]), "data-median": String(q(4)) });
       tr.append(
         el("td", null, el("span", { class: "ms-swatch", style: { background: e.color } })),
-        el("td", { class: "ms-tooltip-run", text: e.run }),
+        el("td", { class: "ms-tooltip-run", text: displayRunName(e.run), title: e.run }),
         el("td", { class: "ms-num", text: this.opts.xAxis === "wall" ? formatWallTime(e.prep.walls[i]) : String(e.prep.steps[i]) }),
         el("td", { class: "ms-num", text: formatValue(q(4)) }),
         el("td", { class: "ms-num", text: `${formatValue(q(2))} … ${formatValue(q(6))}` }),

@@ -287,3 +287,21 @@ export function stepTicks(steps, width, minGap = 70) {
   }
   return [ends[0], ...inner, ends[1]];
 }
+
+/**
+ * The one value every recorded cell of a matrix holds, or null when the cells vary: {value, cells} (value NaN when
+ * every recorded cell is NaN; cells 0 and value null when nothing was recorded). A heatmap of such a matrix is one
+ * solid block, so the panel says so in a line instead.
+ */
+export function uniformValue(values, missing) {
+  let first = null;
+  let cells = 0;
+  for (let i = 0; i < values.length; i++) {
+    if (missing && missing[i]) continue;
+    const v = values[i];
+    if (cells === 0) first = v;
+    else if (!(v === first || (Number.isNaN(v) && Number.isNaN(first)))) return null;
+    cells += 1;
+  }
+  return { value: cells ? first : null, cells };
+}

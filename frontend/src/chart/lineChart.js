@@ -12,6 +12,7 @@
 import uPlot from "uplot";
 import { withAlpha } from "../base/colors.js";
 import { el, clear } from "../base/dom.js";
+import { displayRunName } from "../base/runNames.js";
 import { formatDuration, formatStep, formatValue, formatWallTime, X_AXIS_LABELS } from "./format.js";
 import { axisTitle } from "../base/contract.js";
 import { themeColor } from "../base/theme.js";
@@ -33,7 +34,7 @@ export const SMOOTH_MIN_POINTS = 100;
 export function smoothedIsBold(prep, smoothing) {
   return smoothing > 0 && prep.finiteCount >= SMOOTH_MIN_POINTS;
 }
-export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time" };
+export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time", samples: "samples seen" };
 const NONFINITE_COLOR = "#d93025";
 const RESTART_COLOR = "rgba(95, 99, 104, 0.9)";
 const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
@@ -47,13 +48,21 @@ const DURATION_INCRS = [
   7200, 10800, 21600, 43200, 86400, 172800, 604800, 1209600, 2592000, 7776000, 31536000,
 ];
 
+/** An x range with 3 % room on each side (at least one unit), for charts of points. */
+function padRange(u, min, max) {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [min, max];
+  const pad = Math.max((max - min) * 0.03, max === min ? 1 : 0);
+  return [min - pad, max + pad];
+}
+
 export class LineChart {
   /**
    * @param {HTMLElement} host  element the chart fills (its width is followed)
    * @param {{height?: number, yAxis?: {label: string, unit: string}}} options  yAxis: the title of the y axis
    */
-  constructor(host, { height = 220, yAxis = null, onZoom = null } = {}) {
+  constructor(host, { height = 220, yAxis = null, onZoom = null, points = false } = {}) {
     this.host = host;
+    this.pointsOnly = points; // one-off values: a marker per value, no line between them and no smoothing
     this.onZoom = onZoom; // ({min, max}) after a user zoom, null after its reset
     this.pendingZoom = false;
     this.height = height;
@@ -77,6 +86,7 @@ export class LineChart {
    * @returns {{points: number, runs: number, nonfinite: number}}  what is drawn
    */
   update(runs, opts) {
+    if (this.pointsOnly) opts = { ...opts, smoothing: 0 };
     this.opts = { ...opts };
     const smoothOn = opts.smoothing > 0;
     this.entries = runs.map((r) => ({
@@ -87,6 +97,7 @@ export class LineChart {
       ref: r.reference && r.reference.points && r.reference.points.length ? prepareSeries(r.reference, { ...opts, smoothing: 0 }) : null,
       refLabel: r.referenceLabel || "reference",
       restarts: Array.isArray(r.data.restarts) ? r.data.restarts : [],
+      markers: Array.isArray(r.data.markers) ? r.data.markers : [],
       parts: opts.showSuperseded && Array.isArray(r.data.superseded) ? r.data.superseded.filter((p) => p.points && p.points.length) : [],
     }));
     // Superseded segments: raw, on the same time origin as the run's own line.
@@ -134,6 +145,7 @@ export class LineChart {
     }
     const faint = smoothOn ? this.entries.filter((e) => !e.smoothBold).length : 0;
     this.host.dataset.smoothing = !smoothOn ? "off" : faint === this.entries.length ? "raw-bold" : faint ? "mixed" : "smoothed-bold";
+    this.host.dataset.drawnAs = this.pointsOnly ? "points" : "lines";
     const references = this.entries.filter((e) => e.ref).length;
     const restarts = this.entries.reduce((n, e) => n + e.restarts.length, 0);
     const superseded = this.entries.reduce((n, e) => n + e.parts.length, 0);
@@ -149,13 +161,17 @@ export class LineChart {
     const bands = [];
     for (const e of this.entries) {
       const rawFaint = smoothOn && e.smoothBold;
-      series.push({
-        label: e.run,
-        stroke: rawFaint ? withAlpha(e.color, 0.28) : e.color,
-        width: rawFaint ? 1 : 1.5,
-        spanGaps: true,
-        points: { show: false },
-      });
+      series.push(
+        this.pointsOnly
+          ? { label: e.run, stroke: e.color, fill: e.color, width: 1, paths: () => null, points: { show: true, size: 8, space: 0, fill: e.color, stroke: e.color } }
+          : {
+              label: e.run,
+              stroke: rawFaint ? withAlpha(e.color, 0.28) : e.color,
+              width: rawFaint ? 1 : 1.5,
+              spanGaps: true,
+              points: { show: false },
+            },
+      );
       if (smoothOn) {
         series.push(
           e.smoothBold
@@ -177,7 +193,7 @@ export class LineChart {
       }
     }
     const xValues =
-      opts.xAxis === "step"
+      opts.xAxis === "step" || opts.xAxis === "samples"
         ? (u, splits) => splits.map((v) => (v === null ? "" : formatStep(v)))
         : opts.xAxis === "relative"
           ? (u, splits) => splits.map((v) => (v === null ? "" : formatDuration(v)))
@@ -192,7 +208,8 @@ export class LineChart {
       legend: { show: false },
       padding: [12, 12, 0, 0],
       scales: {
-        x: { time: opts.xAxis === "wall" },
+        // Points at the very ends of the x range would be cut in half by the plot's edge: leave them room.
+        x: this.pointsOnly ? { time: opts.xAxis === "wall", range: padRange } : { time: opts.xAxis === "wall" },
         y: opts.logY ? { distr: 3, log: 10 } : {},
       },
       axes: [
@@ -243,7 +260,7 @@ export class LineChart {
             }
           },
         ],
-        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawHighlight(u)],
+        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawMarkers(u), (u) => this.drawHighlight(u)],
       },
     };
     this.plot = new uPlot(options, data, this.canvasHost);
@@ -308,6 +325,44 @@ export class LineChart {
     }
     ctx.restore();
     this.host.dataset.restartMarks = seen.join(",");
+  }
+
+  /** Steps other writers marked (markers route): mindformers' abnormal global norm, a red line; its checkpoints,
+   * a triangle on the step axis (green: healthy, orange: unhealthy, grey: health unknown). */
+  drawMarkers(u) {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const seen = [];
+    const size = 5 * devicePixelRatio;
+    ctx.save();
+    for (const e of this.entries) {
+      for (const m of e.markers) {
+        const x = this.stepToX(m.step, e.run);
+        if (x === null) continue;
+        const px = u.valToPos(x, "x", true);
+        if (!(px >= left && px <= left + width)) continue;
+        if (m.kind === "abnormal_global_norm") {
+          ctx.strokeStyle = "#d93025";
+          ctx.lineWidth = 2 * devicePixelRatio;
+          ctx.setLineDash([]);
+          ctx.beginPath();
+          ctx.moveTo(Math.round(px) + 0.5, top);
+          ctx.lineTo(Math.round(px) + 0.5, top + height);
+          ctx.stroke();
+        } else {
+          ctx.fillStyle = m.healthy === true ? "#188038" : m.healthy === false ? "#e37400" : "#9e9e9e";
+          ctx.beginPath();
+          ctx.moveTo(px, top + height - size * 1.6);
+          ctx.lineTo(px - size, top + height);
+          ctx.lineTo(px + size, top + height);
+          ctx.closePath();
+          ctx.fill();
+        }
+        seen.push(`${e.run}@${m.step}:${m.kind}${m.kind === "checkpoint" ? (m.healthy === true ? "+" : m.healthy === false ? "-" : "?") : ""}`);
+      }
+    }
+    ctx.restore();
+    this.host.dataset.markers = seen.join(",");
   }
 
   /** Shades the steps [first, last] (of one run's x mapping when the axis is not the step), or clears with null. */
@@ -391,7 +446,7 @@ export class LineChart {
       const tr = el("tr", { "data-run": e.run });
       tr.append(
         el("td", null, el("span", { class: "ms-swatch", style: { background: e.color } })),
-        el("td", { class: "ms-tooltip-run", text: e.run }),
+        el("td", { class: "ms-tooltip-run", text: displayRunName(e.run), title: e.run }),
       );
       if (smoothOn) tr.append(el("td", { class: "ms-num", text: formatValue(e.prep.smoothedValues[i]) }));
       const rel = e.prep.walls[i] - e.prep.walls[0];

@@ -16,7 +16,10 @@ export function prepareSeries(data, opts, wallStart = null) {
   const xAxis = opts.xAxis || "step";
   // wallStart: the time origin of a relative axis when this is a part of another series (a superseded segment).
   const wall0 = wallStart !== null ? wallStart : points.length ? firstFinite(points.map((p) => p[1])) : 0;
-  const xOf = (step, wall) => (xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : wall);
+  // samples: mindformers' samples seen at a step (data.samplesOf, from the run's "<tag> vs samples" twin).
+  const samplesOf = typeof data.samplesOf === "function" ? data.samplesOf : () => NaN;
+  const xOf = (step, wall) =>
+    xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : xAxis === "samples" ? samplesOf(step) : wall;
 
   const rows = points.map((p) => ({ x: xOf(p[0], p[1]), step: p[0], wall: p[1], value: p[2] }));
   rows.sort((a, b) => a.x - b.x || a.step - b.step);
@@ -93,4 +96,27 @@ export function nearestIndex(xs, x) {
   }
   if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
   return lo;
+}
+
+// Overlaid runs whose typical values are this many times apart draw on a log axis (the smaller would lie flat on 0).
+export const LOG_SPREAD = 100;
+
+/**
+ * How far apart overlaid series lie: the largest run median of the finite values over the smallest (e.g. 1000 for
+ * learning rates 1e-3 and 1). null when fewer than two runs have finite values, or when some finite value is <= 0
+ * (a log axis cannot draw it).
+ * @param {{points: number[][]}[]} datas  decoded scalars responses
+ */
+export function runSpread(datas) {
+  const medians = [];
+  for (const d of datas) {
+    const values = [];
+    for (const p of (d && d.points) || []) if (Number.isFinite(p[2])) values.push(p[2]);
+    if (!values.length) continue;
+    if (values.some((v) => v <= 0)) return null;
+    values.sort((a, b) => a - b);
+    medians.push(values[values.length >> 1]);
+  }
+  if (medians.length < 2) return null;
+  return Math.max(...medians) / Math.min(...medians);
 }

@@ -30,13 +30,30 @@ export function formatNumber(v) {
   return String(Number(v.toPrecision(7)));
 }
 
-/** [{name, value, text, source}] of the merged hyperparameters, sorted by name. */
+const SOURCE_NAMES = {
+  run_info: "run info",
+  lineage: "MindSpore lineage",
+  hparams: "HParams summary",
+  mindformers_config: "mindformers config",
+  hf_training_args: "Hugging Face TrainingArguments",
+};
+
+/** [{name, value, text, source, given, from}] of the merged hyperparameters (canonical names), sorted by name;
+ * given: the names it was recorded as, from: "run info as lr" (where it came from, and under which name when that
+ * is not the canonical one). */
 export function hparamRows(info) {
   const hp = (info && info.hparams) || {};
   const src = (info && info.hparamSources) || {};
+  const names = (info && info.hparamNames) || {};
   return Object.keys(hp)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-    .map((name) => ({ name, value: hp[name], text: formatValue(hp[name]), source: src[name] ? String(src[name]) : "" }));
+    .map((name) => {
+      const source = src[name] ? String(src[name]) : "";
+      const given = Array.isArray(names[name]) ? names[name].map(String) : [];
+      const other = given.filter((g) => g !== name);
+      const from = (SOURCE_NAMES[source] || source) + (other.length ? ` as ${given.join(", ")}` : "");
+      return { name, value: hp[name], text: formatValue(hp[name]), source, given, from };
+    });
 }
 
 const LINEAGE_FACTS = [

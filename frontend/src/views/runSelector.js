@@ -11,6 +11,7 @@ import { el, clear } from "../base/dom.js";
 import { groupRuns } from "../base/grouping.js";
 import { compileSafe } from "../base/safeRegex.js";
 import { fetchRunInfos } from "../api/runData.js";
+import { nameParts, setRunNames } from "../base/runNames.js";
 
 // A line chart with more runs than this is unreadable (and slow to fetch): the charts draw the first ones.
 export const MAX_CHART_RUNS = 100;
@@ -94,6 +95,7 @@ export class RunSelector {
     });
     this.buildGroupControls();
     this.capNote = el("div", { class: "ms-muted ms-run-cap", "data-testid": "run-cap-note", hidden: true });
+    this.prefixNote = el("div", { class: "ms-muted ms-run-prefix", "data-testid": "run-prefix", hidden: true });
     this.list = el("ul", { class: "ms-run-list", "data-testid": "run-list" });
     this.element = el(
       "div",
@@ -104,6 +106,7 @@ export class RunSelector {
       this.groupRow,
       el("div", { class: "ms-run-actions" }, allButton, el("span", { class: "ms-muted", text: "·" }), noneButton),
       this.capNote,
+      this.prefixNote,
       this.list,
     );
     this.applyFilterState();
@@ -148,6 +151,12 @@ export class RunSelector {
     this.colors = colors;
     this.checkboxes.clear();
     this.items.clear();
+    // Names without the prefix every run shares (said once above the list); the whole name on hover.
+    const short = setRunNames(this.runs);
+    this.prefixNote.hidden = !short.prefix;
+    this.prefixNote.textContent = short.prefix ? `Every run starts with ${short.prefix}` : "";
+    this.prefixNote.title = short.prefix ? `Left out of the names below; hover a run for its whole name` : "";
+    this.prefixNote.dataset.prefix = short.prefix;
     for (const run of this.runs) {
       const box = el("input", {
         type: "checkbox",
@@ -171,7 +180,8 @@ export class RunSelector {
           { title: run },
           box,
           el("span", { class: "ms-swatch", style: { background: colors.get(run) || "#999" } }),
-          el("span", { class: "ms-run-name", "data-testid": "run-name", text: run, title: run }),
+          // Text nodes split after separators, with a line break opportunity between them (never HTML).
+          el("span", { class: "ms-run-name", "data-testid": "run-name", title: run }, nameParts(short.names.get(run)).flatMap((p, i) => (i ? [el("wbr"), p] : [p]))),
         ),
       );
       this.items.set(run, item);

@@ -35,7 +35,16 @@ export const RUN_SELECTOR_CSS = `
   width: 100%;
   box-sizing: border-box;
 }
+/* A run's name is shown whole (wrapped), never cut where runs differ. */
+.ms-run-item .ms-run-name {
+  white-space: normal;
+  overflow-wrap: anywhere;
+}
+.ms-run-prefix {
+  overflow-wrap: anywhere;
+}
 .ms-group-note,
+.ms-run-prefix,
 .ms-run-cap {
   font-size: 11px;
   margin: 4px 0;

@@ -95,7 +95,16 @@ export class HistogramCard {
     this.notes.textContent = "";
     const sampled = ok.filter((r) => r.data.downsampled);
     if (sampled.length) {
-      this.notes.append(el("span", { class: "ms-note", text: `${sampled[0].data.rows.length} of ${sampled[0].data.total_steps} steps` }));
+      const d = sampled[0].data;
+      const why = d.report_budget ? `: this report keeps at most ${d.report_budget} steps a distribution chart (its size budget)` : "";
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "hist-downsampled",
+          title: "Evenly spaced steps, the first and the last included",
+          text: `${d.rows.length} of ${d.total_steps} steps, evenly spaced${why}`,
+        }),
+      );
     }
     const nonfinite = nonfiniteNote(ok);
     if (nonfinite) this.notes.append(el("span", { class: "ms-note ms-error", "data-testid": "hist-nonfinite", text: nonfinite }));

@@ -8,9 +8,10 @@ import { SPECIAL_COLORS, makeScale } from "../../../chart/colorScale.js";
 import { axisOf, ratioMarks } from "../../../base/contract.js";
 import { formatStep, formatValue } from "../../../chart/format.js";
 import { HeatmapCanvas } from "../../../chart/heatmap.js";
-import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, visibleRows } from "../../../chart/layerTree.js";
+import { aggregateRow, buildTree, columnRange, layerStats, stepTicks, treeDepth, uniformValue, visibleRows } from "../../../chart/layerTree.js";
 import { LineChart } from "../../../chart/lineChart.js";
 import { el, clear } from "../../../base/dom.js";
+import { displayRunName } from "../../../base/runNames.js";
 
 const LABEL_WIDTH = 260;
 const MAX_HEIGHT = 640;
@@ -87,6 +88,7 @@ export class LayerPanel {
     this.labels = el("div", { class: "ms-heatmap-labels", "data-testid": "heatmap-labels", style: { width: `${LABEL_WIDTH}px` } });
     this.maps = el("div", { class: "ms-heatmap-maps" });
     this.grid = el("div", { class: "ms-heatmap-grid" }, this.labels, this.maps);
+    this.flatLine = el("div", { class: "ms-heatmap-flat", "data-testid": "heatmap-flat", hidden: true });
     this.tooltip = el("div", { class: "ms-tooltip ms-heatmap-tooltip", role: "tooltip", "data-testid": "heatmap-tooltip", hidden: true });
     this.detailHost = el("div", { class: "ms-layer-detail", "data-testid": "layer-detail", hidden: true });
     this.element = el(
@@ -100,6 +102,7 @@ export class LayerPanel {
       el("div", { class: "ms-heatmap-controls" }, this.runSelect, this.compareSelect, this.sortSelect, this.depthSelect, this.searchInput),
       this.legend,
       this.status,
+      this.flatLine,
       el("div", { class: "ms-heatmap-body" }, this.grid, this.tooltip),
       this.notes,
       this.detailHost,
@@ -126,7 +129,8 @@ export class LayerPanel {
   setRuns(runs, chartOpts, { refresh = false } = {}) {
     const key = JSON.stringify(runs.map((r) => [r.run, r.color]));
     const optsChanged = chartOpts && JSON.stringify(chartOpts) !== JSON.stringify(this.chartOpts);
-    if (chartOpts) this.chartOpts = chartOpts;
+    // A layer's line chart is drawn on steps when the dashboard shows samples (a layer has no samples twin).
+    if (chartOpts) this.chartOpts = chartOpts.xAxis === "samples" ? { ...chartOpts, xAxis: "step" } : chartOpts;
     if (key === this.runsKey && !refresh) {
       // Only the chart options changed: the heatmap stays, the open line chart follows them.
       if (optsChanged && this.detail && this.active) this.openDetail(this.detail.row, { keep: true });
@@ -143,11 +147,11 @@ export class LayerPanel {
 
   fillRunSelects() {
     clear(this.runSelect);
-    for (const r of this.runs) this.runSelect.append(el("option", { value: r.run, text: r.run }));
+    for (const r of this.runs) this.runSelect.append(el("option", { value: r.run, text: displayRunName(r.run), title: r.run }));
     if (this.primary !== null) this.runSelect.value = this.primary;
     clear(this.compareSelect).append(el("option", { value: "", text: "Compare: none" }));
     for (const r of this.runs) {
-      if (r.run !== this.primary) this.compareSelect.append(el("option", { value: r.run, text: `Compare: ${r.run}` }));
+      if (r.run !== this.primary) this.compareSelect.append(el("option", { value: r.run, text: `Compare: ${displayRunName(r.run)}`, title: r.run }));
     }
     this.compareSelect.value = this.compare;
     this.compareSelect.disabled = this.runs.length < 2;
@@ -330,8 +334,32 @@ export class LayerPanel {
     return agg;
   }
 
+  /** "Every recorded value of run is 0 (16 layers × 24 steps): nothing varies." when every shown run's matrix holds
+   * one value (a heatmap of it would be one solid block), else null. */
+  flatText() {
+    const flats = this.shown.map((s) => ({ s, f: uniformValue(s.d.values, s.d.missing) }));
+    if (!flats.every(({ f }) => f && f.cells > 0)) return null;
+    const v = flats[0].f.value;
+    if (!flats.every(({ f }) => f.value === v || (Number.isNaN(f.value) && Number.isNaN(v)))) return null;
+    const what = flats.map(({ s }) => `${s.run} (${s.d.rows} layer${s.d.rows === 1 ? "" : "s"} × ${s.d.cols} step${s.d.cols === 1 ? "" : "s"})`).join(" and ");
+    return `Every recorded value of ${what} is ${formatValue(v)}: nothing varies, so no heatmap is drawn.`;
+  }
+
   render() {
     if (!this.rowsModel || !this.shown) return;
+    const flat = this.flatText();
+    this.legend.hidden = Boolean(flat);
+    this.element.dataset.flat = String(Boolean(flat));
+    this.flatLine.textContent = flat || "";
+    this.flatLine.hidden = !flat;
+    this.grid.hidden = Boolean(flat);
+    if (flat) {
+      clear(this.maps);
+      clear(this.labels);
+      this.heatmaps = [];
+      Object.assign(this.element.dataset, { state: "drawn", rows: "0", runs: String(this.shown.length) });
+      return;
+    }
     const t0 = performance.now();
     const rows = this.rowsModel;
     const rowH = rowHeightFor(rows.length);
@@ -352,7 +380,7 @@ export class LayerPanel {
         "data-state": "drawing",
         style: { width: `${width}px` },
       });
-      const title = el("div", { class: "ms-heatmap-run" }, el("span", { class: "ms-swatch", style: { background: s.color } }), el("span", { text: s.run, title: s.run }));
+      const title = el("div", { class: "ms-heatmap-run" }, el("span", { class: "ms-swatch", style: { background: s.color } }), el("span", { text: displayRunName(s.run), title: s.run }));
       const canvasHost = el("div", { class: "ms-heatmap-canvas-host" });
       const axis = el("div", { class: "ms-heatmap-axis", "data-testid": "heatmap-axis" });
       host.append(title, canvasHost, axis);

@@ -91,6 +91,7 @@ class ImageCard {
     });
     this.info = el("div", { class: "ms-card-subtitle", "data-testid": "media-image-info" });
     this.status = el("div", { class: "ms-chart-status" });
+    this.note = el("div", { class: "ms-muted ms-rd-note", "data-testid": "media-image-note" });
     this.element = el(
       "div",
       { class: "ms-card ms-rd-media-card", "data-testid": "media-image-card", "data-run": run, "data-tag": entry.tag, "data-state": "loading" },
@@ -101,6 +102,7 @@ class ImageCard {
       ),
       this.slider.element,
       el("div", { class: "ms-rd-image-box" }, this.img),
+      this.note,
       this.status,
     );
   }
@@ -113,6 +115,9 @@ class ImageCard {
       const body = await fetchImages(this.run, this.tag);
       this.steps = body.steps;
       this.element.dataset.steps = String(this.steps.length);
+      this.element.dataset.totalSteps = String(body.totalSteps);
+      this.note.textContent =
+        body.totalSteps > this.steps.length ? `${this.steps.length} of ${body.totalSteps} steps, evenly spaced (the report's size budget)` : "";
       this.show(this.slider.setCount(this.steps.length));
     } catch (e) {
       this.signature = "";
@@ -309,7 +314,9 @@ export function mountMedia(dashboard) {
   const section = new MediaSection();
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) dashboard.events.on("refresh", () => section.refresh());
   return section;
 }

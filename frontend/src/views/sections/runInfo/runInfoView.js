@@ -1,5 +1,5 @@
 // The "Run info" section: per run, the hyperparameters (TrainMonitor's hparams, MindSpore lineage, HParams
-// summaries), what MindSpore's lineage says (network, loss, optimizer, dataset, user-defined data) and the basics of
+// summaries, mindformers' and Hugging Face's configurations), what MindSpore's lineage says (network, loss, optimizer, dataset, user-defined data) and the basics of
 // our run information (MindSpore version, mode, collect_freq, rank). Shown only when a run has some; refreshed with
 // the dashboard.
 
@@ -15,6 +15,8 @@ const SOURCE_LABELS = {
   hparams: "HParams summary",
   lineage_file: "MindSpore lineage file",
   converted_lineage: "MindSpore lineage (converted)",
+  mindformers_config: "mindformers config",
+  hf_training_args: "Hugging Face TrainingArguments",
 };
 
 function factTable(rows, testid) {
@@ -81,7 +83,7 @@ function runCard(run, info, unlisted) {
               { "data-testid": "runinfo-hparam", "data-name": r.name, "data-value": JSON.stringify(r.value), "data-source": r.source },
               el("td", { class: "ms-rd-name", text: r.name }),
               el("td", { class: "ms-rd-value", text: r.text }),
-              el("td", { class: "ms-muted", text: r.source }),
+              el("td", { class: "ms-muted", "data-testid": "runinfo-hparam-from", text: r.from, title: r.given.length ? `recorded as ${r.given.join(", ")}` : "" }),
             ),
           ),
         ),
@@ -196,7 +198,9 @@ export function mountRunInfo(dashboard) {
   const section = new RunInfoSection(selector ? () => selector.visibleRuns() : null, selector ? () => selector.runs || [] : null);
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) {
     dashboard.events.on("visible-runs", () => section.render());
     dashboard.events.on("refresh", () => section.refresh());

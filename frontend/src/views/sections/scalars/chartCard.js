@@ -3,9 +3,12 @@
 // only asks for it when it is first scrolled into view.
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../../../chart/lineChart.js";
+import { markersFor, markersIfKnown } from "../../../api/markers.js";
+import { samplesOfRun } from "../../../api/samples.js";
+import { LOG_SPREAD, runSpread } from "../../../chart/series.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../../../chart/download.js";
 import { fetchScalars, pointsForWidth } from "../../../api/client.js";
-import { axisOf, referenceOf } from "../../../base/contract.js";
+import { axisOf, isPointSeries, referenceOf } from "../../../base/contract.js";
 import { el, clear } from "../../../base/dom.js";
 
 export class ChartCard {
@@ -18,12 +21,14 @@ export class ChartCard {
     this.store = store;
     this.yAxis = axisOf(contract, tag);
     this.reference = referenceOf(contract, tag); // e.g. the stability line on a sharpness chart
+    this.pointsOnly = isPointSeries(contract, tag); // one-off values (compile time): points, not a trend
     this.active = false;
     this.generation = 0;
     this.lastRuns = [];
     this.zoomWindow = null; // {min, max} steps of the zoomed window, fetched at full resolution
     this.windowGeneration = 0;
     this.shown = []; // the runs last drawn with their whole-series data
+    this.linearChosen = false; // the user asked for a linear axis where runs far apart switched it to log
 
     this.chartHost = el("div", {
       class: "ms-chart",
@@ -139,6 +144,19 @@ export class ChartCard {
 
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
+    // Steps other writers marked: drawn with the series when known, else added once they come (never waited for).
+    // A run group is no run of the server: it has neither markers nor a samples axis of its own.
+    const group = this.store.isGroup(r.run);
+    const markers = group ? [] : markersIfKnown(r.run, this.tag);
+    if (markers === null) {
+      markersFor(r.run, this.tag).then((m) => {
+        if (m.length && this.active) this.update(this.lastRuns, this.lastOpts);
+      });
+    } else if (markers.length) data = { ...data, markers };
+    if (this.lastOpts && this.lastOpts.xAxis === "samples" && !group) {
+      const samplesOf = await samplesOfRun(r.run);
+      data = { ...data, samplesOf };
+    }
     if (!this.reference) return { ...r, data };
     const reference = await this.store.get(r.run, this.reference.tag, { refresh }).catch(() => null);
     return { ...r, data, reference, referenceLabel: this.reference.label };
@@ -146,13 +164,19 @@ export class ChartCard {
 
   drawRuns(runs, opts) {
     if (!this.chart) {
-      this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis, onZoom: (range) => this.onZoom(range) });
+      this.chart = new LineChart(this.chartHost, { height: 220, yAxis: this.yAxis, onZoom: (range) => this.onZoom(range), points: this.pointsOnly });
       if (this.highlighted) this.chart.setHighlight(this.highlighted.steps, this.highlighted.run);
     }
+    // Runs whose values lie more than LOG_SPREAD times apart: a log axis, unless the user chose linear here.
+    const spread = opts.logY ? null : runSpread(runs.map((r) => r.data));
+    this.spread = spread !== null && spread > LOG_SPREAD ? spread : null;
+    const autoLog = this.spread !== null && !this.linearChosen;
     const drawn = this.chart.update(
       runs.map((r) => ({ run: r.run, color: r.color, data: r.data, reference: r.reference, referenceLabel: r.referenceLabel })),
-      opts,
+      autoLog ? { ...opts, logY: true } : opts,
     );
+    this.chartHost.dataset.scale = opts.logY ? "log" : autoLog ? "log-auto" : "linear";
+    this.chartHost.dataset.spread = this.spread ? String(Math.round(this.spread)) : "";
     this.chartHost.dataset.references = String(drawn.references || 0);
     this.chartHost.dataset.runCount = String(drawn.runs);
     this.chartHost.dataset.points = String(drawn.points);
@@ -202,6 +226,27 @@ export class ChartCard {
 
   renderNotes(runs, drawn) {
     clear(this.notes);
+    const noSamples = this.lastOpts && this.lastOpts.xAxis === "samples" ? runs.filter((r) => !r.data.samplesOf) : [];
+    if (noSamples.length) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "no-samples-note",
+          title: "The samples axis comes from mindformers' '<tag> vs samples' series (samples seen at each step).",
+          text: `no sample counts for ${noSamples.map((r) => r.run).join(", ")}: not drawn on the samples axis`,
+        }),
+      );
+    }
+    if (this.pointsOnly) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "points-note",
+          title: "Each point is one value measured once at its step (e.g. a graph compiled there): no line joins them, since they are not a trend over training.",
+          text: "one-off values: one point each, not a trend",
+        }),
+      );
+    }
     const downsampled = runs.filter((r) => r.data.downsampled);
     if (downsampled.length) {
       const total = downsampled.reduce((s, r) => s + r.data.total_points, 0);
@@ -212,6 +257,33 @@ export class ChartCard {
           title: "Each bucket keeps its minimum and maximum, so single-step spikes stay visible.",
           text: `${shown.toLocaleString()} of ${total.toLocaleString()} points (min/max kept)`,
         }),
+      );
+    }
+    if (this.spread) {
+      const times = `${Math.round(this.spread).toLocaleString("en-US")}x`;
+      const chosen = this.linearChosen;
+      this.notes.append(
+        el(
+          "span",
+          {
+            class: "ms-note",
+            "data-testid": "log-scale-note",
+            title: "The typical values (medians) of the runs drawn here differ by more than 100x: on a linear axis the smaller ones lie flat on zero.",
+          },
+          chosen ? `linear scale: the runs differ by ${times} ` : `log scale: the runs differ by ${times} `,
+          el("button", {
+            type: "button",
+            class: "ms-link-button",
+            "data-testid": "log-scale-toggle",
+            text: chosen ? "use log scale" : "use linear scale",
+            on: {
+              click: () => {
+                this.linearChosen = !chosen;
+                this.drawRuns(this.shown, this.lastOpts);
+              },
+            },
+          }),
+        ),
       );
     }
     if (drawn.sparseSmoothed) {
