@@ -140,6 +140,9 @@ def judge_run(out, spec):
         result["error"] = result["error"] or "no run folder"
         result["findings"] = []
         return _write(out, result)
+    void = void_reason(spec, run)
+    if void:
+        result["void"] = void
     findings = [f.to_json() for f in engine.check_run(run)]
     flat = []
     for f in findings:
@@ -180,6 +183,38 @@ def judge_run(out, spec):
     return _write(out, result)
 
 
+def void_reason(spec, run):
+    """Why a fault run is no trial (the fault did not take effect), or "". ``input_bound``: the pipeline sleeps
+    ``SLOW_BATCH_S`` a batch and prefetches while the step runs, so a run whose steps take longer (a slow mode on a
+    loaded machine) never waits for data. ``overfitting``: the network must fit its few noisy samples (the train
+    loss's last points under half its first ones); one that does not, in the run's steps, cannot overfit them."""
+    from tb_plugin_mindspore import metadata
+
+    if spec.kind != "fault":
+        return ""
+    if spec.case == "overfitting":
+        loss = run.scalars.get(metadata.LOSS)
+        if loss is None or len(loss) < 6:
+            return ""
+        first, last = float(np.median(loss.values[:3])), float(np.median(loss.values[-3:]))
+        if last >= 0.5 * first:
+            return "the network did not fit its training samples (train loss %.3g to %.3g)" % (first, last)
+        return ""
+    if spec.case != "input_bound":
+        return ""
+    import corpus_train
+
+    series = run.scalars.get(metadata.STEP_TIME_MS)
+    if series is None or not len(series):
+        return ""
+    step_ms = float(np.median(series.values[1:] if len(series) > 1 else series.values))
+    batch_ms = 1000.0 * corpus_train.SLOW_BATCH_S
+    if step_ms >= batch_ms:
+        return ("steps of %.0f ms against a batch of %.0f ms: the prefetching pipeline keeps up, the run is not "
+                "input-bound" % (step_ms, batch_ms))
+    return ""
+
+
 def _write(out, result):
     os.makedirs(os.path.join(out, "results"), exist_ok=True)
     path = os.path.join(out, "results", result["id"] + ".json")
@@ -196,7 +231,7 @@ def _median(values):
 def summarize(results, rule_ids):
     """``{"rules": {rule: row}, "catalogue": {...}, "healthy": {...}, "faults": {case: {...}}}``."""
     healthy = [r for r in results if r["kind"] == "healthy" and r.get("status") == "trained"]
-    faulty = [r for r in results if r["kind"] == "fault" and r.get("status") == "trained"]
+    faulty = [r for r in results if r["kind"] == "fault" and r.get("status") == "trained" and not r.get("void")]
     rows = {}
     def required(r):
         fault = cat.ALL_FAULTS.get(r["case"])
@@ -240,4 +275,5 @@ def summarize(results, rule_ids):
                     "alarms_per_100": 100.0 * sum(len(r.get("alarms", [])) for r in healthy) / max(1, len(healthy))},
         "faults": per_fault,
         "errors": sorted(r["id"] for r in results if r.get("status") != "trained"),
+        "void": {r["id"]: r["void"] for r in results if r.get("void")},
     }

@@ -50,6 +50,9 @@ COMPILE_MS = "core/compile_ms"
 # The CPU time per step that the monitor's own hooks took on the training thread since the previous core point (the
 # user's evaluation left out): what monitoring costs, in a unit that other processes on the machine do not inflate.
 MONITOR_CPU_MS = "core/monitor_cpu_ms"
+# The process's CPU time per step since the previous core point (every thread): a step time that rises while this
+# stays comes from other processes on the machine.
+STEP_CPU_MS = "core/step_cpu_ms"
 
 EVAL_LOSS = "diagnostic/eval_loss"
 EVAL_METRIC_PREFIX = "diagnostic/eval/"       # diagnostic/eval/<metric name>

@@ -39,6 +39,29 @@ def page(browser):
 
 
 @pytest.fixture(scope="session")
+def ms_fixtures(tmp_path_factory):
+    """Real MindSpore 2.10 summary files (``ms_fixture_lib``: made by a child process, once per session)."""
+    import ms_fixture_lib
+
+    pytest.importorskip("mindspore")
+    return ms_fixture_lib.ms_fixtures(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def ms_logdir(ms_fixtures):
+    import ms_fixture_lib
+
+    return ms_fixture_lib.ms_logdir(ms_fixtures)
+
+
+@pytest.fixture(scope="session")
+def ms_layouts(tmp_path_factory):
+    import ms_fixture_lib
+
+    return ms_fixture_lib.ms_layouts(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def recorded_logdir(tmp_path_factory):
     """Two runs recorded by the real TrainMonitor from real MindSpore training (GRAPH_MODE, 32 steps each)."""
     from ms_training import MONITORED_HPARAMS, train_tiny

@@ -62,6 +62,7 @@ AXES = {
     md.THROUGHPUT: ("throughput", "samples/s"),
     md.COMPILE_MS: ("compile time", "ms"),
     md.MONITOR_CPU_MS: ("monitoring's CPU time per step", "ms"),
+    md.STEP_CPU_MS: ("CPU time per step", "ms"),
     md.EVAL_LOSS: ("eval loss", ""),
     md.WEIGHT_NORM_GLOBAL: ("weight L2 norm", ""),
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),

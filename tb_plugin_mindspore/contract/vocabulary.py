@@ -46,6 +46,7 @@ QUANTITIES = {
     "throughput": {OURS: (md.THROUGHPUT,), MINDFORMERS: ("throughput",),
                    PLAIN: ("samples_per_second", "perf/throughput", "train/throughput")},
     "monitor_cpu_ms": {OURS: (md.MONITOR_CPU_MS,)},
+    "step_cpu_ms": {OURS: (md.STEP_CPU_MS,)},
     "data_wait_ms": {OURS: (md.DATA_WAIT_MS,),
                      PLAIN: ("data_wait_ms", "data/wait_ms", "timing/data_wait_ms", "perf/data_wait_ms")},
     "weight_norm": {OURS: (md.WEIGHT_NORM_GLOBAL,), MINDFORMERS: ("weight_norm",), PLAIN: ("weights/norm",)},

@@ -3,7 +3,7 @@
 Viewing MindSpore's ``_MS`` files must work without MindSpore installed, so this module builds the message classes
 at import time from a ``FileDescriptorProto`` written in Python (no generated code, no ``protoc``). The field numbers
 are those of MindSpore's public ``summary.proto`` / ``anf_ir.proto`` / ``lineage.proto`` (package
-``mindspore.irpb``), which ``tests/reading`` checks against the generated classes of the installed MindSpore.
+``mindspore.irpb``), which ``tests/sources`` checks against the generated classes of the installed MindSpore.
 
 Deliberate differences from MindSpore's definitions, all wire compatible:
 

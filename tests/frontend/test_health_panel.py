@@ -3,7 +3,7 @@
 The runs are real tiny MindSpore trainings from ``tests/health/health_training.py``: one with a NaN injected at a
 known step (the ``nonfinite`` rule, an error) and a healthy control (ok). They are trained in a subprocess, so
 MindSpore's global context stays out of the browser tests' process. The banner test damages one record of a real
-MindSpore summary file (from ``tests/reading/ms_fixture_lib.py``).
+MindSpore summary file (from ``tests/ms_fixture_lib.py``).
 """
 
 import os
@@ -17,7 +17,6 @@ from browser_helpers import assert_same_origin, chart_attrs, chart_selector, ope
 from tb_harness import fetch_json, tensorboard_process
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TESTS, "reading"))
 import ms_fixture_lib  # noqa: E402
 
 NAN_STEP = 14            # one sample of batch 14 (1-based) holds +Inf: the loss is NaN from step 14 on

@@ -26,7 +26,6 @@ HOSTILE = '<img src=x onerror="window.__hacked=1">'
 @pytest.fixture(scope="module")
 def landscape_server(tmp_path_factory):
     pytest.importorskip("mindspore")
-    sys.path.insert(0, os.path.join(TESTS, "reading"))
     import ms_fixture_lib
 
     root = tmp_path_factory.mktemp("landscape_ui") / "logs"

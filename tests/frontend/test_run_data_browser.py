@@ -24,7 +24,6 @@ HOSTILE = '<img src=x onerror="window.__hacked=1">'
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
-    sys.path.insert(0, os.path.join(TESTS, "reading"))
     import ms_fixture_lib
 
     return ms_fixture_lib.ms_fixtures(tmp_path_factory)
@@ -224,7 +223,6 @@ def test_names_and_values_are_text(page, server):
 
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory):
-    sys.path.insert(0, os.path.join(TESTS, "reading"))
     import ms_fixture_lib
 
     return ms_fixture_lib.ms_layouts(tmp_path_factory)

@@ -48,7 +48,7 @@ def logdir(tmp_path_factory):
     pytest.importorskip("mindspore")
     root = tmp_path_factory.mktemp("user_files") / "logs"
     root.mkdir()
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, "reading", "ms_graph_child.py"), str(root)],
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "answers", "ms_graph_child.py"), str(root)],
                           capture_output=True, text=True, timeout=600, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     write_mindformers_run(root / "mf" / "output" / "tensorboard" / "rank_0")

@@ -72,7 +72,8 @@ def test_healthy_controls_stay_quiet(logdir, name):
 
 def test_recording_cost_is_measured_in_cpu_time_beside_busy_processes(logdir):
     """Two busy processes share the CPU while the loop trains: the steps' wall time stretches, the recording's CPU
-    time (core/monitor_cpu_ms, one value per core point) does not, and no overhead is claimed."""
+    time (core/monitor_cpu_ms, one value per core point) and the process's (core/step_cpu_ms) do not, and neither
+    an overhead nor a step-time regression is claimed."""
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         run = _trained(logdir, "loop_beside_load", lambda d: ct.train_loop(d))
@@ -80,9 +81,12 @@ def test_recording_cost_is_measured_in_cpu_time_beside_busy_processes(logdir):
         for p in burners:
             p.kill()
             p.wait()
-    cost = run.scalars[metadata.MONITOR_CPU_MS]
+    cost, cpu = run.scalars[metadata.MONITOR_CPU_MS], run.scalars[metadata.STEP_CPU_MS]
     assert list(cost.steps) == list(range(4, 49, 4)) and np.all(np.isfinite(cost.values) & (cost.values >= 0))
+    assert list(cpu.steps) == list(cost.steps) and np.all(cpu.values > 0)
     assert [f.to_json() for f in engine.check_run(run) if f.rule == "monitoring_overhead"] == []
+    assert [f.to_json() for f in engine.check_run(run) if f.rule == "step_time_regression" and f.level == "warn"] \
+        == []
 
 
 def test_piecewise_drop_is_followed_by_the_update_ratio(logdir):

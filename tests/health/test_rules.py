@@ -303,6 +303,27 @@ def test_eval_loss_rising_while_train_falls_is_overfitting():
     assert "step 40" in f.message
 
 
+def test_overfitting_before_the_first_evaluation_is_not_a_broken_evaluation():
+    """As in the corpus (64 samples, 30% wrong labels, points every 10 steps, an evaluation every 20): the train loss
+    fell from about 1.5 to 0.36 by its third point, the eval loss was already past its best at the first evaluation
+    and rose from there. The untrained model's loss is the first interval's mean (steps 1-10), not the median of
+    the first three points (0.654, 30 steps into training), so the best eval loss beat it: overfitting."""
+    steps = np.arange(10, 301, 10)
+    train = np.concatenate([[1.095, 0.654, 0.358, 0.197, 0.135], np.geomspace(0.07, 0.008, 25)])
+    means = np.concatenate([[1.466, 0.976, 0.54], train[3:] * 1.3])
+    rows = [(s, v, m, 2 * m, 10, 0) for s, v, m in zip(steps, train, means)]
+    ev = [1.216, 1.032, 1.044, 1.086, 1.121, 1.148, 1.17, 1.186, 1.198, 1.208, 1.215, 1.22, 1.223, 1.226, 1.227]
+    run = make_run({metadata.LOSS: (steps, train), metadata.EVAL_LOSS: (np.arange(20, 301, 20), np.asarray(ev))},
+                   intervals={metadata.LOSS: rows})
+    assert findings(run, "train_eval_gap") == []
+    (f,) = findings(run, "overfitting")
+    assert f.level == "warn" and f.steps == (40, 300) and "Keep the checkpoint from step 40" in f.message
+    points_only = make_run({metadata.LOSS: (steps, train),
+                            metadata.EVAL_LOSS: (np.arange(20, 301, 20), np.asarray(ev))})
+    assert [f.rule for f in findings(points_only) if f.rule in ("overfitting", "train_eval_gap")] == \
+        ["train_eval_gap"]          # without the interval means the first points are all there is
+
+
 def test_one_high_eval_point_is_not_overfitting():
     assert findings(_overfit_run([2.0, 1.5, 1.2, 1.0, 1.3, 0.95, 0.94, 0.93]), "overfitting") == []
 
@@ -323,6 +344,20 @@ def test_input_bound_levels(wait, level):
     else:
         (f,) = found
         assert f.level == level and f.tag == metadata.DATA_WAIT_MS and f.steps == (1, 30)
+
+
+def test_step_time_regression_with_flat_cpu_time_is_the_machines_load():
+    """Wall time 2.4x slower for the last 40 points while the process's CPU time per step stays: other processes
+    took the time (a note); the same slowdown with the CPU time per step grown with it: the warning."""
+    step = np.concatenate([np.full(60, 50.0), np.full(40, 120.0)])
+    cpu_steps = np.arange(10, 101, 10)
+    flat = {metadata.STEP_TIME_MS: step, metadata.STEP_CPU_MS: (cpu_steps, np.full(cpu_steps.size, 40.0))}
+    (f,) = findings(make_run(flat, dt=5.0), "step_time_regression")
+    assert f.level == "info" and "other processes on the machine took the time" in f.message
+    assert "(40 ms early, 40 ms then)" in f.message
+    grown = np.where(cpu_steps > 60, 100.0, 40.0)
+    run = make_run({metadata.STEP_TIME_MS: step, metadata.STEP_CPU_MS: (cpu_steps, grown)}, dt=5.0)
+    assert [f.level for f in findings(run, "step_time_regression")] == ["warn"]
 
 
 def test_step_time_regression_warns():
@@ -667,6 +702,27 @@ def test_overflow_storm_is_an_error_and_explains_the_rest():
     assert "loss_scale_collapse" in nested and "loss_scale_collapse" not in [f.rule for f in found]
     (collapse,) = [f for f in storm.follow_ons if f.rule == "loss_scale_collapse"]
     assert collapse.level == "error" and collapse.caused_by["rule"] == "overflow_storm"
+
+
+def test_batches_in_a_fixed_order_around_a_reached_plateau_are_a_note():
+    """As in the corpus (batch 4, points every 2 steps, 16 batches an epoch in the same order, early stopping): each
+    batch has its own loss, so the 2-step means repeat an 8-point pattern around a plateau that the run reached
+    from its initial 1.3: no progress in the judged half, a large spread, but no oscillation to warn about."""
+    pattern = np.array([0.71, 0.66, 0.38, 0.66, 0.5, 0.93, 0.29, 0.16])
+    n = 64
+    steps = np.arange(2, 2 * n + 1, 2)
+    decay = 1.0 + 1.2 * np.exp(-np.arange(n) / 6.0)
+    means = np.tile(pattern, n // 8) * decay
+    means[:4] = [1.46, 1.77, 1.01, 0.92]
+    rows = [(s, 0.7 * m, m, 1.3 * m, 2, 0) for s, m in zip(steps, means)]
+    run = make_run({metadata.LOSS: (steps, means)}, intervals={metadata.LOSS: rows})
+    (f,) = findings(run, "loss_oscillation")
+    assert f.level == "info" and "scatters around a plateau" in f.message and "after it came down by" in f.message
+    # The same scatter at the initial level (nothing learnt): the oscillation warning.
+    flat = 2 * np.tile(pattern, n // 8) + 0.5
+    rows = [(s, 0.7 * m, m, 1.3 * m, 2, 0) for s, m in zip(steps, flat)]
+    run = make_run({metadata.LOSS: (steps, flat)}, intervals={metadata.LOSS: rows})
+    assert [f.level for f in findings(run, "loss_oscillation")] == ["warn"]
 
 
 def test_small_batch_noise_with_a_falling_trend_is_no_oscillation():

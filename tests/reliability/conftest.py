@@ -7,7 +7,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
-for path in (HERE, TESTS, os.path.join(TESTS, "reading"), os.path.join(TESTS, "frontend")):
+for path in (HERE, TESTS, os.path.join(TESTS, "frontend")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
@@ -16,7 +16,7 @@ import ms_fixture_lib  # noqa: E402
 
 @pytest.fixture(scope="session")
 def ms_fixtures(tmp_path_factory):
-    """Real MindSpore 2.10 summary files (made once per session, shared with tests/reading)."""
+    """Real MindSpore 2.10 summary files (made once per session, shared with tests/sources and tests/answers)."""
     pytest.importorskip("mindspore")
     return ms_fixture_lib.ms_fixtures(tmp_path_factory)
 

@@ -27,6 +27,11 @@ def _train_fell(run, best_step, last_step):
     return (t0, t1) if t1 < t0 else False    # train loss rising too: divergence (other rules speak)
 
 
+# An eval loss within 5% of the untrained model's loss has not beaten it: the untrained loss is estimated from the
+# first train-loss points or interval (a single batch, or steps already into training), not measured on the eval set.
+UNTRAINED_MARGIN = 0.95
+
+
 @rule("overfitting", WARN,
       "Prechelt, 'Early Stopping - But When?' (1998): generalization loss GL = 100 (E_va / E_opt - 1), stop when "
       "GL > 5; a patience of several evaluations as in Keras EarlyStopping",
@@ -51,7 +56,7 @@ def overfitting(run, cfg):
         return []    # one high point, not a trend
     best_step, last_step = pts.span(best, -1)
     untrained = untrained_loss(run)
-    if untrained is not None and float(x[best]) >= untrained:
+    if untrained is not None and float(x[best]) >= UNTRAINED_MARGIN * untrained:
         return []    # eval never beat the untrained model: a broken evaluation (train_eval_gap), not overfitting
     train = _train_fell(run, best_step, last_step)
     if train is False:
@@ -67,11 +72,19 @@ def overfitting(run, cfg):
 
 
 def untrained_loss(run, k=3):
-    """The loss of the untrained model: the median of the first ``k`` finite train-loss points (None without)."""
+    """The loss of the untrained model (None without): the median of the first ``k`` finite train-loss points, or
+    the first interval's mean when it is higher (it averages every step from the first; with points every 10 steps
+    the first three are already 30 steps into training, below the untrained model's loss when it learns fast)."""
     pts = finite(run.get("loss"))
     if pts is None or not pts.size:
         return None
-    return float(np.median(pts.x[:min(k, pts.size)]))
+    first = float(np.median(pts.x[:min(k, pts.size)]))
+    iv = run.interval_of(pts.series)
+    if iv is not None and len(iv):
+        mean = iv.mean[int(np.argmin(iv.steps))]
+        if np.isfinite(mean):
+            first = max(first, float(mean))
+    return first
 
 
 def train_at(run, steps, k=3):
@@ -91,7 +104,7 @@ def train_at(run, steps, k=3):
 
 @rule("train_eval_gap", WARN,
       "Prechelt 1998 measures a generalization gap from a best evaluation that improved on the untrained model; an "
-      "eval loss that never did, while the train loss fell by a quarter, is not overfitting but an evaluation that "
+      "eval loss that never did (within 5%), while the train loss fell by a quarter, is not overfitting but an evaluation that "
       "differs from training: BatchNorm moving statistics against batch statistics (Ioffe and Szegedy 2015; Ioffe "
       "2017, 'Batch Renormalization': they disagree with small or non-i.i.d. batches), dropout, or an eval dataset "
       "/ loss prepared differently. The eval loss must also be 2x the train loss at the same step over most "
@@ -99,7 +112,7 @@ def train_at(run, steps, k=3):
       "A broken evaluation: the eval loss never better than the untrained model's loss and far above the train loss "
       "at the same step while training learns (BatchNorm moving statistics, dropout, a different eval pipeline or "
       "loss); never reported as overfitting.",
-      factor=2.0, start_frac=1.0, train_fall=0.75, min_points=1)
+      factor=2.0, start_frac=UNTRAINED_MARGIN, train_fall=0.75, min_points=1)
 def train_eval_gap(run, cfg):
     series = run.get("eval_loss")
     train = finite(run.get("loss"), 2)
@@ -129,8 +142,10 @@ def train_eval_gap(run, cfg):
                     "differently in eval mode, or the eval data is not what it trained on. Usual causes: BatchNorm "
                     "moving statistics that do not match the training batches (momentum too close to 1 for the "
                     "number of steps, small or non-shuffled batches), dropout, an eval dataset prepared differently "
-                    "(normalisation, labels) or another loss. Do not keep a checkpoint by this eval loss until it "
-                    "is fixed." % (
+                    "(normalisation, labels) or another loss. If the evaluation is right, the model memorises a "
+                    "training set too small or too noisy to learn anything that generalises: more (or cleaner) "
+                    "data, not an earlier checkpoint. Do not keep a checkpoint by this eval loss until it is "
+                    "fixed." % (
                         fmt(best), int(steps[k]), fmt(start), fmt(float(train.x[-1])), gap.size, ev.size,
                         fmt(float(cfg["factor"])), (" (%d of them NaN/Inf)" % nonfinite) if nonfinite else ""),
                     series.tag, span)]

@@ -62,11 +62,12 @@ def loss_plateau(run, cfg):
       "noise measured as the robust spread (1.4826 x MAD) of the loss averaged over each recorded interval (the "
       "interval mean: single small-batch losses are noisy by nature) around a rolling mean, relative to the initial "
       "loss; only while the trend does not fall by more than that spread over the judged half (a loss that keeps "
-      "falling and recovers from every bump is healthy); the 20% level is our heuristic, checked on issue 32's "
-      "corpus (RULES.md)",
+      "falling and recovers from every bump is healthy) and while the run has not come down by 30% from its "
+      "initial loss (a plateau reached, with the batches' own losses around it: a note); the 20% and 30% levels "
+      "are our heuristics, checked on issue 32's corpus (RULES.md)",
       "Loss noise (spread of its interval means around the trend) large relative to the loss level while the trend "
       "makes no progress.",
-      max_rel_noise=0.2, trend_window=5, min_points=10)
+      max_rel_noise=0.2, trend_window=5, learnt_frac=0.3, min_points=10)
 def loss_oscillation(run, cfg):
     pts = loss_points(run, cfg["min_points"])
     if pts is None:
@@ -94,6 +95,16 @@ def loss_oscillation(run, cfg):
     steps = pts.span(half, -1)
     share = ("%.0f%% of" % (rel * 100)) if rel < 10 else ("%s times" % fmt(rel))
     what = "its interval means' spread" if averaged else "its spread"
+    learnt = level - float(np.median(part))
+    if averaged and learnt >= cfg["learnt_frac"] * level:
+        # The run came down from its initial loss by a good part of it: a plateau reached, with each
+        # batch's own loss around it (small batches, a fixed batch order), not a learning rate that keeps it from
+        # learning. A note.
+        return [Finding("loss_oscillation", INFO,
+                        "The loss scatters around a plateau: over steps %d-%d %s around the trend is %s, %s the "
+                        "initial loss %s, after it came down by %s. Batches that differ (a small batch, a fixed "
+                        "batch order) scatter like this; a larger batch or shuffling narrows it." % (
+                            steps[0], steps[1], what, fmt(noise), share, fmt(level), fmt(learnt)), pts.tag, steps)]
     if not averaged:
         # One batch's loss per point: a small batch scatters this much by nature. Without the interval means
         # (every step between two points averaged) the two cannot be told apart: a note, not a warning.

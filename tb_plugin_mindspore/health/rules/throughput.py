@@ -75,7 +75,9 @@ def _step_times(run, min_points):
 
 @rule("step_time_regression", WARN,
       "our heuristic: a rolling median of the step time above 1.5x the run's own early level, sustained over 20% "
-      "of the run and at least a minute of wall time (a burst of load on the machine passes)",
+      "of the run and at least a minute of wall time (a burst of load on the machine passes); a note instead when "
+      "the process's CPU time per step (core/step_cpu_ms) stayed under 1.5x its early level: other processes took "
+      "the time",
       "Step time rising (or throughput falling) well above the run's own early level, and staying there.",
       factor=1.5, min_points=8, min_fraction=0.2, min_duration_s=60.0)
 def step_time_regression(run, cfg):
@@ -98,11 +100,34 @@ def step_time_regression(run, cfg):
         return []
     span = pts.span(lo, hi - 1)
     worst = float(np.median(x[lo:hi]))
+    load = _cpu_flat(run, pts, w, (lo, hi), cfg["factor"])
     if inverse:
         msg = ("Throughput fell to %s samples/s from %s early in the run (%s times slower) over steps %d-%d."
                % (fmt(1.0 / worst), fmt(1.0 / baseline), fmt(worst / baseline), span[0], span[1]))
     else:
         msg = ("Step time rose to %s ms from %s ms early in the run (%s times slower) over steps %d-%d."
                % (fmt(worst), fmt(baseline), fmt(worst / baseline), span[0], span[1]))
+    if load is not None:
+        return [Finding("step_time_regression", INFO, msg + " The process's CPU time per step did not grow (%s ms "
+                        "early, %s ms then): other processes on the machine took the time, not this training."
+                        % (fmt(load[0]), fmt(load[1])), pts.tag, span)]
     return [Finding("step_time_regression", WARN, msg + " Look for other jobs on the machine, a growing input "
                     "queue, host-side work in callbacks, or memory pressure.", pts.tag, span)]
+
+
+def _cpu_flat(run, pts, warmup, stretch, factor):
+    """``(early, then)`` CPU ms per step (``core/step_cpu_ms``) when the process's CPU time per step over the slow
+    stretch stayed under ``factor`` x its early level: the slowdown is the machine's load; None otherwise or
+    without the series."""
+    cpu = run.get("step_cpu_ms")
+    if cpu is None or len(cpu) < 3:
+        return None
+    steps = pts.series.steps[pts.idx]
+    early_end, (lo, hi) = steps[min(warmup, steps.size) - 1], stretch
+    c_steps, c = cpu.steps[1:], cpu.values[1:]            # the first interval holds compilation
+    early = c[(c_steps <= early_end) & np.isfinite(c)]
+    then = c[(c_steps >= steps[lo]) & (c_steps <= steps[hi - 1]) & np.isfinite(c)]
+    if not early.size or not then.size:
+        return None
+    e, t = float(np.median(early)), float(np.median(then))
+    return (e, t) if e > 0 and t < factor * e else None

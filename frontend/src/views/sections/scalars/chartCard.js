@@ -145,13 +145,15 @@ export class ChartCard {
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
     // Steps other writers marked: drawn with the series when known, else added once they come (never waited for).
-    const markers = markersIfKnown(r.run, this.tag);
+    // A run group is no run of the server: it has neither markers nor a samples axis of its own.
+    const group = this.store.isGroup(r.run);
+    const markers = group ? [] : markersIfKnown(r.run, this.tag);
     if (markers === null) {
       markersFor(r.run, this.tag).then((m) => {
         if (m.length && this.active) this.update(this.lastRuns, this.lastOpts);
       });
     } else if (markers.length) data = { ...data, markers };
-    if (this.lastOpts && this.lastOpts.xAxis === "samples") {
+    if (this.lastOpts && this.lastOpts.xAxis === "samples" && !group) {
       const samplesOf = await samplesOfRun(r.run);
       data = { ...data, samplesOf };
     }

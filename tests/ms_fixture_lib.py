@@ -1,8 +1,8 @@
 """Real MindSpore 2.10 summary files for the reader and converter tests, made once per test session.
 
 MindSpore runs in a subprocess (``ms_make_fixtures.py``), so that the reader under test is shown to work in a process
-that never imported MindSpore, and MindSpore's global context stays out of the other tests. ``tests/reading``'s
-conftest and ``tests/test_convert.py`` both take their fixtures from here (the files are made only once).
+that never imported MindSpore, and MindSpore's global context stays out of the other tests. The session
+fixtures of ``tests/conftest.py`` take them from here (the files are made only once).
 """
 
 import json

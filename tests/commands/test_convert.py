@@ -13,23 +13,10 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.util import tensor_util
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reading"))
-import ms_fixture_lib  # noqa: E402
-
 from tb_plugin_mindspore.commands import convert as conv  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir  # noqa: E402
 
-
-@pytest.fixture(scope="session")
-def ms_fixtures(tmp_path_factory):
-    """Real MindSpore summary files (made once per session, shared with tests/reading)."""
-    return ms_fixture_lib.ms_fixtures(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def ms_logdir(ms_fixtures):
-    return ms_fixture_lib.ms_logdir(ms_fixtures)
 
 GUIDANCE = {ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.IMAGES: 0, ea.TENSORS: 0, ea.COMPRESSED_HISTOGRAMS: 0}
 
