@@ -22,7 +22,7 @@ INVENTORY_JS = r"""() => {
   for (const c of all("[data-testid=chart]").filter(visible)) {
     const d = c.dataset;
     out.charts[d.tag] = { state: d.state, runs: d.runCount, points: d.points, nonfinite: d.nonfinite,
-                          scale: d.scale, drawnAs: d.drawnAs };
+                          scale: d.scale, spread: d.spread, drawnAs: d.drawnAs };
   }
   for (const c of all("[data-testid=histogram-chart]").filter(visible)) {
     out.distributions[c.dataset.tag] = { state: c.dataset.state, tier: c.dataset.tier, runs: c.dataset.runCount,
