@@ -98,6 +98,7 @@ setup(
         # bench/fuzz.py: coverage-guided fuzzing of the readers (wheels for CPython 3.11 on x86-64 Linux).
         "fuzz": ["atheris>=2.3"],
         "test": ["pytest>=7", "pytest-xdist>=3.5", "playwright>=1.40", "hypothesis>=6", "tbparse>=0.0.8",
+                 "tensorboardX>=2.6",
                  "fsspec>=2023.1", "s3fs>=2023.1", "boto3", "moto[server]>=5"],
     },
     entry_points={

@@ -11,7 +11,7 @@ cycled (no dataset pipeline in the loop).
 import numpy as np
 
 # name: (input width, hidden width); six hidden layers, ten classes.
-MLP_SIZES = {"0.1m": (64, 120), "1m": (256, 400), "10m": (1024, 1300)}
+MLP_SIZES = {"0.1m": (64, 130), "1m": (256, 400), "10m": (1024, 1300)}
 SIZES = ("demo",) + tuple(MLP_SIZES)
 HIDDEN_LAYERS = 6
 CLASSES = 10

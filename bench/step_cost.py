@@ -198,13 +198,15 @@ class ModelSides:
                 sides.marks.append(run_context.original_args().cur_step_num)
                 if len(sides.marks) == 1 and sides.on_first is not None:
                     sides.on_first()
-                sides.hooks.step = sides.steps_done + len(sides.marks) + 1
+                # The monitor's own step numbers (each train call counts from 1): the next step's hooks.
+                sides.hooks.step = (sides.steps_done, int(run_context.original_args().cur_step_num) + 1)
 
         self.marks_cb = Marks()
         self.marks, self.on_first, self.steps_done = [], None, 0
 
     def run(self, side, n, on_first=None):
         self.marks, self.on_first = [], on_first
+        self.hooks.step = (self.steps_done, 1)
         callbacks = ([self.monitor] if side == "monitored" else []) + [self.marks_cb]
         self.models[side].train(1, cost_models.dataset(self.size, n + 1), callbacks=callbacks,
                                 dataset_sink_mode=False)
@@ -220,7 +222,10 @@ class ModelSides:
 
 
 def _is_point(settings, step, entry):
-    """Whether ``step`` (1-based, monitored steps) carries a core, debug or diagnostic point."""
+    """Whether ``step`` (1-based, monitored steps; ``(call, step in the call)`` for ``Model.train``, whose calls
+    count from 1) carries a core, debug or diagnostic point."""
+    if isinstance(step, tuple):
+        step = step[1]
     if step % settings.collect_freq == 0:
         return True
     if settings.debug and step % settings.debug_freq == 0:

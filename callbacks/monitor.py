@@ -5,6 +5,7 @@ from mindspore.train import Callback
 
 from .common.util import cb_get, find_cell, find_optimizer
 from .recorders import CellSource, HostSource, MonitorSettings, Pipeline, Recorder, default_recorders
+from .recorders.graph import GraphRecorder
 from .recorders.mindformers_source import MindFormersSource, find_mindformers_cell
 from .recorders.options import from_keywords
 from .recorders.settings import DEBUG_ITEMS
@@ -148,6 +149,8 @@ class TrainMonitor(Callback):
         thread, event-file rotation size and run budget (see SummaryWriter), the ``experiments.md`` registry.
       ranks: :class:`Ranks` ``(rank=None, all=False)``: this process's rank (detected at train begin by default);
         ``all=True`` also writes from ranks other than 0 (each into ``<logdir>/rank<k>``).
+      graph: record the model graph once, after the first step (GRAPH_MODE; what ``SummaryCollector(collect_graph=
+        True)`` records), as TensorBoard's GraphDef: TensorBoard's Graphs tab and the tab's Model graph section.
 
     The flat keywords of earlier releases (``debug_freq=``, ``eval_dataset=``, ``layers_include=``,
     ``live_health=``, ``on_anomaly=``, ``max_run_bytes=``, ``all_ranks=``, ...) still work for this release, with a
@@ -159,14 +162,18 @@ class TrainMonitor(Callback):
 
     def __init__(self, logdir, *, collect_freq=10, batch_size=None, hparams=None, recorders=(), flight_recorder=100,
                  diagnostic=None, debug=None, eval=None, layers=None, health=None, storage=None, ranks=None,
-                 **old_keywords):
+                 graph=False, **old_keywords):
         super().__init__()
+        if not isinstance(graph, bool):
+            raise ValueError("graph must be True or False, got %r" % (graph,))
         groups = from_keywords("TrainMonitor", old_keywords, {
             "diagnostic": diagnostic, "debug": debug, "eval": eval, "layers": layers, "health": health,
             "storage": storage, "ranks": ranks})
         self.settings = MonitorSettings(logdir, collect_freq=collect_freq, batch_size=batch_size, hparams=hparams,
                                         flight_recorder=flight_recorder, **groups)
         self.extra_recorders = _check_recorders(recorders)
+        if graph:   # the model graph after the first step (GRAPH_MODE), for the Graphs tab and the graph view
+            self.extra_recorders.append(GraphRecorder())
         self.pipeline = Pipeline(self.settings, lambda s: default_recorders(s, self.extra_recorders))
         self._network_id = None
         self._cell = None

@@ -25,6 +25,7 @@ SAMPLE_LIMITS = {metadata.PLUGIN_NAME: 20_000, "scalars": 10_000}
 
 
 HEALTH_SET_FLAG = "mindspore_health_set"
+MINDFORMERS_LOG_FLAG = "mindspore_mindformers_log"
 
 
 class MindSporeLoader(base_plugin.TBLoader):
@@ -34,6 +35,11 @@ class MindSporeLoader(base_plugin.TBLoader):
             help="MindSpore tab: override a health rule's threshold, as `tb-mindspore check --set` does (repeatable), "
                  "e.g. --%s layer_not_learning.low=1e-5; the Health panel and the heatmap marks both use it."
                  % HEALTH_SET_FLAG)
+        parser.add_argument(
+            "--" + MINDFORMERS_LOG_FLAG, action="append", default=[], metavar="[RUN=]PATH",
+            help="MindSpore tab: a mindformers training log to read as a run's series (per-parameter norms, tokens "
+                 "per expert, max attention logits of its PyNative trainer; repeatable). A *.log file in a run "
+                 "folder is read without it.")
 
     def fix_flags(self, flags):
         settings = getattr(flags, HEALTH_SET_FLAG, None)

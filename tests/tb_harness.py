@@ -25,13 +25,14 @@ def free_port():
 class App:
     """TensorBoard's WSGI app over ``logdir`` with all installed plugins (ours through its entry point)."""
 
-    def __init__(self, logdir, load_fast="false", path_prefix="", extra_argv=()):
+    def __init__(self, logdir, load_fast="false", path_prefix="", extra_argv=(), logdir_spec=None):
         from tensorboard import default, program
         from tensorboard.backend import application
 
         self.path_prefix = path_prefix
         tb = program.TensorBoard(plugins=default.get_plugins())
-        argv = ["tensorboard", "--logdir", str(logdir), "--load_fast", load_fast, "--reload_interval", "1"]
+        where = ["--logdir_spec", logdir_spec] if logdir_spec is not None else ["--logdir", str(logdir)]
+        argv = ["tensorboard"] + where + ["--load_fast", load_fast, "--reload_interval", "1"]
         if path_prefix:
             argv += ["--path_prefix", path_prefix]
         tb.configure(argv=argv + list(extra_argv))
@@ -92,10 +93,12 @@ def tensorboard_bin():
 
 
 @contextlib.contextmanager
-def tensorboard_process(logdir, *extra, port=None, timeout=90, path_prefix=""):
-    """A real ``tensorboard`` subprocess; yields its base URL once it answers."""
+def tensorboard_process(logdir, *extra, port=None, timeout=90, path_prefix="", logdir_spec=None):
+    """A real ``tensorboard`` subprocess; yields its base URL once it answers. With ``logdir_spec`` it is started
+    with ``--logdir_spec`` instead (``logdir`` then only says where its log file goes, beside it)."""
     port = port or free_port()
-    cmd = [tensorboard_bin(), "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1",
+    where = ["--logdir_spec", logdir_spec] if logdir_spec is not None else ["--logdir", str(logdir)]
+    cmd = [tensorboard_bin()] + where + ["--port", str(port), "--host", "127.0.0.1",
            "--reload_interval", "1"] + (["--path_prefix", path_prefix] if path_prefix else []) + list(extra)
     log = open(os.path.join(str(logdir), os.pardir, "tensorboard-%d.log" % port), "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

@@ -28,34 +28,6 @@ def test_tensorboard_hint_runs_as_printed(tmp_path, monkeypatch):
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.slow
-def test_demo_ctrl_c_stops_tensorboard_quietly(tmp_path):
-    import signal
-    import socket
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    p = subprocess.Popen([BIN, "demo", "--steps", "2", "--port", str(port), "--logdir", str(tmp_path)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        seen = []
-        for line in p.stdout:
-            seen.append(line)
-            if "Press CTRL+C" in line:
-                break
-        time.sleep(2)
-        p.send_signal(signal.SIGINT)
-        out = "".join(seen) + p.communicate(timeout=60)[0]
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, out
-    assert "SIGTERM" not in out and "Traceback" not in out
-    assert "view it with: " in out
-
-
 def _demo(logdir, steps, **kw):
     return subprocess.Popen([BIN, "demo", "--steps", str(steps), "--no-serve", "--logdir", str(logdir)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
@@ -89,7 +61,7 @@ def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
 def test_demo_ctrl_c_during_the_landscape_keeps_the_run(tmp_path):
     import signal
 
-    p = _demo(tmp_path, 2)
+    p = _demo(tmp_path, 20)
     try:
         seen = []
         for line in p.stdout:

@@ -5,6 +5,7 @@ import appCss from "./styles.css?inline";
 import { Dashboard } from "./page/dashboard.js";
 import { mountCluster } from "./views/sections/cluster/clusterView.js";
 import { mountCompare } from "./views/sections/compare/compareView.js";
+import { mountGraph } from "./views/sections/graph/graphView.js";
 import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
 import { mountMedia } from "./views/sections/media/mediaView.js";
 import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
@@ -33,6 +34,7 @@ export function render() {
   mountRunInfo(dashboard); // hyperparameters, MindSpore lineage, run information
   mountMedia(dashboard); // ImageSummary images and TensorSummary tensors
   mountCluster(dashboard); // ranks x steps of a multi-rank run, grouped by node
+  mountGraph(dashboard); // the model graph a run recorded (cells' scopes, operators, shapes)
   mountCompare(dashboard); // a run against its reference (port check)
   return dashboard;
 }

@@ -15,6 +15,7 @@ import { mountCluster } from "./views/sections/cluster/clusterView.js";
 import { mountLandscapes } from "./views/sections/landscape/landscapeView.js";
 import { mountMedia } from "./views/sections/media/mediaView.js";
 import { mountRunInfo } from "./views/sections/runInfo/runInfoView.js";
+import { mountGraph } from "./views/sections/graph/graphView.js";
 
 const REPORT_CSS = `
 .ms-report-note { padding: 6px 16px; font-size: 12px; color: var(--ms-muted, #666); }
@@ -78,6 +79,7 @@ function main() {
   mountRunInfo(dashboard);
   mountMedia(dashboard);
   mountCluster(dashboard);
+  mountGraph(dashboard); // the model graph a run recorded
   window.msReport = dashboard;
 }
 

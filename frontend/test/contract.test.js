@@ -61,7 +61,8 @@ test("one event channel: listeners hear every emit until they stop, one that thr
 });
 
 test("the view registry: kinds in layout order, family members are rows of their heatmap", () => {
-  assert.deepEqual(VIEW_KINDS.map((k) => [k.kind, k.slot]), [["layers", "panels"], ["scalar", "grid"], ["histogram", "grid"]]);
+  assert.deepEqual(VIEW_KINDS.map((k) => [k.kind, k.slot]), [["layers", "panels"], ["table", "panels"], ["scalar", "grid"], ["histogram", "grid"]]);
+  assert.equal(viewKindOf({ kind: "table" }), "table");
   assert.equal(viewKindOf({ kind: "scalar", family: null }), "scalar");
   assert.equal(viewKindOf({ kind: "scalar", family: "local_norm/*" }), null);
   assert.equal(viewKindOf({ kind: "layers" }), "layers");

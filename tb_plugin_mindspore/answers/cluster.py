@@ -39,8 +39,11 @@ METRICS = {
     "host_memory_mb": ("Host memory (RSS)", "MB", "linear"),
     "device_memory_mb": ("Device memory", "MB", "linear"),
     "device_limit_mb": ("Device memory limit", "MB", "linear"),
+    "local_loss": ("Device-local loss", "", "linear"),
+    "local_grad_norm": ("Device-local gradient norm", "", "log"),
 }
-HEATMAP_METRICS = ("step_time_ms", "data_wait_ms", "grad_norm", "loss", "host_memory_mb", "device_memory_mb")
+HEATMAP_METRICS = ("step_time_ms", "data_wait_ms", "grad_norm", "loss", "local_grad_norm", "local_loss",
+                   "host_memory_mb", "device_memory_mb")
 
 
 
@@ -70,8 +73,9 @@ def available(ranks, field):
 class ClusterReader:
     """The ``clusters`` and ``cluster`` routes over the server's logdir."""
 
-    def __init__(self, logdir, cache=None):
+    def __init__(self, logdir, cache=None, roots=None):
         self.logdir = logdir or ""
+        self._roots = roots if roots is not None and roots.is_spec else None   # --logdir_spec entries
         self._cache = cache if cache is not None else series_cache.ResponseCache()
         self._registry = Registry(max_entries=256)
         self._discovery = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4)
@@ -80,9 +84,21 @@ class ClusterReader:
         return bool(self.logdir) and "://" not in self.logdir and os.path.isdir(os.path.expanduser(self.logdir))
 
     def _clusters(self):
+        if self._roots is not None:
+            return self._discovery.get("clusters", self._discover_roots)
         if not self._local():
             return {}
         return self._discovery.get("clusters", lambda: discover(self.logdir))
+
+    def _discover_roots(self):
+        """The clusters of every local ``--logdir_spec`` entry, named as TensorBoard names that entry's runs."""
+        out = {}
+        for root in self._roots:
+            if "://" in root.path or not os.path.isdir(root.path):
+                continue
+            for name, found in discover(root.path).items():
+                out[self._roots.run_name(root, name)] = found
+        return out
 
     def _data(self, run):
         clusters = self._clusters()

@@ -58,7 +58,7 @@ class HealthCache:
             raise ValueError("max_parallel must be at least 1, got %r" % (max_parallel,))
         engine.validate_config(config)
         self._sources = Sources.of_provider(sources, logdir, multiplexer=multiplexer)
-        self._logdir = logdir or self._sources.logdir
+        self._logdir = logdir or self._sources.folders or self._sources.logdir
         self._config = config
         self._clock = clock
         self._entries = series_cache.ResponseCache(max_bytes=max_bytes)

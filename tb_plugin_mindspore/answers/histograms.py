@@ -36,7 +36,10 @@ def list_histograms(listings, ctx, eid, runs=None):
 
 
 def histogram_entry(tag):
-    return vocabulary.tier_of(tag), {"tag": tag, "display_name": metadata.display_name(tag), "kind": "histogram"}
+    tier = vocabulary.tier_of(tag)
+    if tier == metadata.OTHER and tag.endswith("/auto"):
+        tier = metadata.DIAGNOSTIC   # SummaryCollector's <param>/auto histograms: weight distributions
+    return tier, {"tag": tag, "display_name": metadata.display_name(tag), "kind": "histogram"}
 
 
 def quantiles(buckets, qs=QUANTILES):

@@ -17,6 +17,8 @@ values, or its first non-finite value if it has one (so a NaN is never averaged 
 last step.
 """
 
+import functools
+
 import numpy as np
 from tensorboard import errors
 from tensorboard.data import provider as tb_provider
@@ -45,6 +47,7 @@ SCALE_LOG = "log"
 SCALE_LINEAR = "linear"
 
 
+@functools.lru_cache(maxsize=1 << 16)   # the same tags come back for every run and request
 def family_of(tag):
     """The family tag (``local_norm/*``) a per-parameter scalar tag belongs to, else ``None``."""
     for prefix in FAMILY_PREFIXES:
@@ -125,7 +128,7 @@ class LayerReader:
 
     def _family_last(self, ctx, eid, run, prefix):
         """{member tag: last ScalarDatum} of a family (one cheap call)."""
-        last = self._listings.last_scalars(ctx, eid).get(run, {})
+        last = self._listings.run_last_scalars(ctx, eid, run)
         return {t: d for t, d in last.items() if t.startswith(prefix) and len(t) > len(prefix)}
 
     def _not_found(self, ctx, eid, run, tag):

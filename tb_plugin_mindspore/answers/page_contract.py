@@ -7,6 +7,7 @@ server's health configuration), so a renamed tag or a moved threshold reaches th
 from .. import metadata as md
 from ..contract import debug_items
 from ..health.rules import RULES
+from ..contract import mindformers as mf
 
 CONTRACT_VERSION = 1
 
@@ -29,7 +30,7 @@ TIER_TEXT = {
 
 # Core charts first in the order people read them (a tag's sub-series, e.g. learning_rate/group1, follow it).
 TAG_ORDER = (md.LOSS, md.LEARNING_RATE, md.GRAD_NORM, md.LOSS_SCALE, md.OVERFLOW_STEPS, md.STEP_TIME_MS,
-             md.THROUGHPUT)
+             md.THROUGHPUT) + mf.CORE_ORDER
 
 # Per-layer heatmaps in the order people read them: the update ratio leads (the Debug tier's headline), the flight
 # recorder's dumps (the steps before an anomaly) come last; others by name in between.
@@ -66,6 +67,7 @@ AXES = {
     md.WEIGHT_NORM_LAYERS: ("weight L2 norm", ""),
 }
 AXES.update({tag: item.axis for item in debug_items.ITEMS if item.axis for tag in item.tags})
+AXES.update({tag: (label, unit) for tag, (_, label, unit) in mf.TAGS.items()})   # mindformers' tags
 # Reference lines drawn on a chart from another series of the same run: the edge-of-stability line (2/lr for SGD,
 # 38/lr for Adam's preconditioned sharpness; Cohen et al. 2021, 2022) on the sharpness charts.
 REFERENCES = {

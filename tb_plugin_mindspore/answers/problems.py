@@ -20,6 +20,7 @@ import logging
 
 from .. import metadata
 from ..health import sources as health_sources
+from ..sources import mindformers_files
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,19 @@ def content_problems(sources):
     return out
 
 
+def mindformers_problems(sources):
+    """mindformers' JSON files beside the runs left out (too large, malformed): ``sources/mindformers_files.py``;
+    ``sources`` is bound to the request and knows the runs' folders (``Sources.folders``)."""
+    by_file = {}
+    for run in sources.runs():
+        folder = sources.folders.folder(run)
+        if folder is None:
+            continue
+        for p in mindformers_files.problems_under([folder]):
+            by_file.setdefault(p["file"], dict(p, run=run))
+    return list(by_file.values())
+
+
 def collect(sources, status, landscapes, run_infos, provider_ok=True, clusters=None, reloading=None):
     """Every warning for the ``status`` route, at most ``MAX_WARNINGS``: from ``sources`` (a ``Sources`` bound to
     the request), ``status`` (``logdir_status.LogdirStatus``), ``landscapes`` (``landscapes.LandscapeReader``),
@@ -60,6 +74,8 @@ def collect(sources, status, landscapes, run_infos, provider_ok=True, clusters=N
     found_in += [("summary and event files", sources.warnings), ("files under the logdir", status.file_warnings)]
     if clusters is not None:
         found_in.append(("rank files", clusters.problems))
+    if sources.folders is not None:
+        found_in.append(("mindformers files", lambda: mindformers_problems(sources)))
     if provider_ok:
         found_in.append(("plugin content", lambda: content_problems(sources)))
         found_in.append(("landscapes", lambda: landscapes.problems(ctx, eid)))

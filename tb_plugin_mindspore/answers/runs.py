@@ -13,8 +13,9 @@ from tensorboard import errors
 from .. import metadata
 from ..contract import vocabulary
 from ..contract import interval as interval_contract
-from . import encode, histograms, layers
+from ..contract import mindformers
 from ..sources import series_cache
+from . import encode, histograms, layers
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,11 @@ class DataView:
                          if c.get("kind") == metadata.KIND_INTERVAL}
             tiers = {tier: [] for tier in metadata.TIERS}
             scalar_tags = sorted(scalars.get(name, {}))
+            twins, tables = tag_groups(scalar_tags)
+            twin_tags = set(twins.values())
             for tag in scalar_tags:
+                if tag in twin_tags or mindformers.table_of(tag):
+                    continue   # a samples twin is an x axis of its tag; table cells are drawn as one table
                 tier, display, same = self._label(tag)
                 entry = {"tag": tag, "display_name": display, "kind": "scalar", "interval": tag in intervals}
                 if same:
@@ -143,7 +148,17 @@ class DataView:
                 family = layers.family_of(tag)
                 if family:
                     entry["family"] = family
+                if tag in twins:
+                    entry["samples_tag"] = twins[tag]
+                if tag in mindformers.LOSS_PARTS and "loss" in scalars.get(name, {}):
+                    entry["part_of"] = "loss"
+                if mindformers.is_rank_tag(tag):
+                    entry["per_rank"] = True
                 tiers[tier].append(entry)
+            for prefix, (rows, cols, word) in sorted(tables.items()):
+                tier = self._label(prefix + "x/" + word + "_0")[0]
+                tiers[tier].append({"tag": prefix + "*", "display_name": mindformers.TABLES[prefix][1],
+                                    "kind": "table", "rows": len(rows), "columns": len(cols), "column": word})
             for tier, entry in layers.list_layer_series(ours.get(name, {}), scalar_tags):
                 tiers[tier].append(entry)
             for tag in hists.get(name, []):
@@ -151,3 +166,23 @@ class DataView:
                 tiers[tier].append(entry)
             result[name] = tiers
         return result
+
+
+def tag_groups(scalar_tags):
+    """``(twins, tables)`` of one run's scalar tags: ``{tag: its samples twin}`` (mindformers' ``<tag> vs samples``,
+    a samples x axis for ``tag``) and ``{prefix: (row names, column indices, column word)}`` of the layer x head /
+    expert tables folded from add_scalars key folders (``contract/mindformers.py``)."""
+    present = set(scalar_tags)
+    twins, tables = {}, {}
+    for tag in scalar_tags:
+        main = mindformers.twin_of(tag)
+        if main is not None and main in present:
+            twins[main] = tag
+            continue
+        cell = mindformers.table_of(tag)
+        if cell is not None:
+            prefix, row, _, index = cell
+            rows, cols, _ = tables.setdefault(prefix, (set(), set(), mindformers.TABLES[prefix][2]))
+            rows.add(row)
+            cols.add(index)
+    return twins, tables

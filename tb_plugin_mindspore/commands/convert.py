@@ -5,8 +5,8 @@ see ``ms_logdir.file_kind``) becomes one tfevents file in the same relative fold
 ``.out.events.summary.`` for ``.out.tfevents.`` (other names get ``events.out.tfevents.`` in front):
 
 * scalars -> ``simple_value`` (Scalars tab, ``EventAccumulator.Scalars``, ``tbparse``)
-* histograms -> TensorBoard's histogram format, a k x 3 tensor of ``[left, right, count]`` (Histograms and
-  Distributions tabs), the outer edges cut to the tensor's exact minimum and maximum. MindSpore's NaN / Inf counts
+* histograms -> TensorBoard's classic histogram format (``HistogramProto``: Histograms and Distributions tabs,
+  ``EventAccumulator.Histograms()``, ``tbparse``), the outer edges cut to the tensor's exact minimum and maximum. MindSpore's NaN / Inf counts
   have no place there and are left out (the MindSpore tab shows them when it reads the ``_MS`` files).
 * images -> TensorBoard images (the PNG bytes as MindSpore encoded them)
 * tensors -> tensors of this plugin (kind ``tensor``, the MindSpore dtype and shape kept)
@@ -16,7 +16,11 @@ see ``ms_logdir.file_kind``) becomes one tfevents file in the same relative fold
   epochs, optimizer, loss function, network, dataset sizes, user-defined values) as a TensorBoard HParams summary,
   so TensorBoard's HParams tab lists the run
 
-The computational graph is not converted (MindSpore's graph format is not TensorFlow's).
+* the computational graph (``SummaryCollector(collect_graph=True)``) -> TensorBoard's GraphDef (``Event.graph_def``),
+  so TensorBoard's Graphs tab draws it: nodes named by their scope path, op types, inputs and output shapes kept
+
+Rotated parts of one run (``<run>/part_0``, ``part_1``, ...) are written into ``OUT/<run>/``, in part order: one run
+in TensorBoard, as in the MindSpore tab.
 
 As in the MindSpore tab (``ms_logdir``): several summary files in one run folder (a re-run, a resume) are taken in
 creation order and a later file supersedes the earlier ones from its first step on, per series (the earlier
@@ -45,13 +49,16 @@ import time
 from .. import metadata
 from ..io import records
 from ..io import fs
-from ..sources import logdir_status, ms_files, ms_lineage, ms_logdir
+from ..sources import logdir_status, ms_files, ms_graph, ms_lineage, ms_logdir
 from ..landscape import format as landscape_format
 from ..writing import summary
+from .convert_folds import fold_event_files
 
 STATE_NAME = ".tb-mindspore-convert.json"
-# 2: files ordered and superseded per run, tags named per kind; outputs of version 1 are converted again.
-STATE_VERSION = 2
+# 2: files ordered and superseded per run, tags named per kind; 3: histograms in the classic format
+# (EventAccumulator.Histograms(), tbparse), the model graph, rotated parts into their run. Older outputs are
+# converted again.
+STATE_VERSION = 3
 # MindSpore Summary.Value field -> the reader's kind names (ms_logdir.KINDS).
 VALUE_KINDS = {"scalar_value": "scalars", "histogram": "histograms", "tensor": "tensors", "image": "images",
                "loss_landscape": "landscapes"}
@@ -243,8 +250,10 @@ def _convert_value(value, counts, tag=None):
         return summary.scalar(tag, value.scalar_value)
     if kind == "histogram":
         counts["histograms"] += 1
-        buckets, _ = ms_logdir.histogram_of(value.histogram)
-        return summary.histogram_buckets(tag, buckets)
+        buckets, stats = ms_logdir.histogram_of(value.histogram)
+        # The classic histogram format: TensorBoard's tabs, EventAccumulator.Histograms() and tbparse read it.
+        return summary.histogram_proto(tag, buckets, {k: stats[k] for k in ("min", "max", "sum")
+                                                      if stats.get(k) is not None})
     if kind == "image":
         counts["images"] += 1
         im = value.image
@@ -287,6 +296,21 @@ def _convert_event(event, counts, kinds, cutoffs):
     return out
 
 
+def _graph_frame(event, mf, offset):
+    """The framed TensorBoard event holding MindSpore's graph (``graph_def``) as a GraphDef, so TensorBoard's Graphs
+    tab draws it; None (and a problem noted) when it cannot be read."""
+    from tensorboard.compat.proto import event_pb2
+
+    try:
+        _, nodes = ms_graph.from_anf(event.graph_def)
+        graph = ms_graph.to_graphdef(nodes)
+    except Exception as e:  # damaged graph bytes behind a good checksum
+        mf.problem(offset, "model graph not convertible (%s); skipped" % ms_files._short(e))
+        return None
+    return records.frame(event_pb2.Event(wall_time=event.wall_time, step=event.step,
+                                         graph_def=graph.SerializeToString()).SerializeToString())
+
+
 def _first_wall(path):
     """Wall time of a summary file's first record (None if unreadable)."""
     try:
@@ -296,11 +320,27 @@ def _first_wall(path):
     return events[0][1].wall_time if events else None
 
 
+def _run_of(rel):
+    """The output run folder of a source file: its folder, or the run of a rotated part (``<run>/part_N``)."""
+    folder = os.path.dirname(rel)
+    run = ms_logdir.part_of(folder.replace(os.sep, "/"))[0]
+    return "" if run == "." else run
+
+
+def _part_suffix(rel):
+    """``.part_00003`` for a file of a rotated part (its output shares the run's folder with the other parts; two
+    parts' files may have the same name, and TensorBoard reads a folder's files in name order), else ""."""
+    part = ms_logdir.part_of(os.path.basename(os.path.dirname(rel)))[1]
+    return ".part_%05d" % part if part >= 0 else ""
+
+
 def _creation_key(logdir, rel):
     name = os.path.basename(rel)
     created = ms_logdir.created_at(name)
     wall = _first_wall(os.path.join(logdir, rel))
-    return (created if created is not None else float("inf"), wall if wall is not None else float("inf"), name)
+    part = ms_logdir.part_of(os.path.basename(os.path.dirname(rel)))[1]
+    return (part, created if created is not None else float("inf"), wall if wall is not None else float("inf"),
+            name)
 
 
 def _scan_first_steps(src, entry, chunk_bytes):
@@ -435,6 +475,13 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                     totals["events"] += 1
             else:
                 for offset, event in events:
+                    if event.WhichOneof("what") == "graph_def":   # the model graph, as TensorBoard's GraphDef
+                        frame = _graph_frame(event, mf, offset)
+                        if frame is not None:
+                            frames.append(frame)
+                            totals["values"]["graphs"] += 1
+                            totals["events"] += 1
+                        continue
                     if event.WhichOneof("what") != "summary":
                         continue
                     counts = dict.fromkeys(totals["values"], 0)
@@ -536,8 +583,8 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
         entry["size_now"] = size
         plan.append((rel, kind, entry))
     by_run = {}
-    for item in plan:
-        by_run.setdefault(os.path.dirname(item[0]), []).append(item)
+    for item in plan:   # the parts of a rotated run (<run>/part_N) are one run, as in the tab
+        by_run.setdefault(_run_of(item[0]), []).append(item)
     plan = []
     for run in sorted(by_run):
         plan.extend(_plan_run(logdir, by_run[run], chunk_bytes))
@@ -545,18 +592,22 @@ def convert(logdir, out=None, progress=True, chunk_bytes=CHUNK_BYTES):
     runs_state = state.setdefault("runs", {})
 
     totals = {"events": 0, "converted_files": 0, "skipped_records": 0, "pending_bytes": 0, "bytes_read": 0,
-              "values": {"scalars": 0, "histograms": 0, "images": 0, "tensors": 0, "landscapes": 0}}
+              "values": {"scalars": 0, "histograms": 0, "images": 0, "tensors": 0, "landscapes": 0, "graphs": 0}}
     warnings = list(skipped)
     bar = _Progress(progress, total, len(plan))
     try:
         for index, (rel, kind, entry) in enumerate(plan, 1):
             src = fs.join(logdir, rel)
-            dst_rel = os.path.join(os.path.dirname(rel), output_name(os.path.basename(rel)))
+            dst_rel = os.path.join(_run_of(rel), output_name(os.path.basename(rel)) + _part_suffix(rel))
+            old = entry.get("output")
+            if old and old != dst_rel and os.path.isfile(os.path.join(out, old)):
+                os.remove(os.path.join(out, old))    # written elsewhere by an older version (a part as its own run)
+                entry.update(offset=0, output_size=0)
             entry["output"] = dst_rel
             bar.update(file_index=index)
             file_warnings = []
             try:
-                kinds = runs_state.setdefault(os.path.dirname(rel), {}).setdefault("kinds", {})
+                kinds = runs_state.setdefault(_run_of(rel), {}).setdefault("kinds", {})
                 for _ in _convert_file(src, os.path.join(out, dst_rel), entry, kind, bar, totals, file_warnings,
                                        chunk_bytes, kinds):
                     _save_state(state_path, _clean_state(state))
@@ -604,21 +655,43 @@ def add_convert_parser(subparsers):
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder, same run folders as LOGDIR (default: LOGDIR_tfevents next to LOGDIR)")
     p.add_argument("--no-progress", action="store_true", help="do not draw the progress bar on stderr")
+    p.add_argument("--fold-event-files", action="store_true",
+                   help="also write event-file runs that are several folders (rotated part_N folders, add_scalars "
+                        "key folders such as mindformers' max_attention_logit/<param>/head_<h>) as one run each, "
+                        "for TensorBoard's own tabs")
     p.set_defaults(func=run_convert)
     return p
 
 
 def run_convert(args):
     prog = getattr(args, "prog_name", "tb-mindspore convert")
+    fold = getattr(args, "fold_event_files", False)
+    status = 0
     try:
         result = convert(args.logdir, out=args.out, progress=not args.no_progress)
+        _report(result, prog)
     except ConvertError as e:
-        print("%s: error: %s" % (prog, e), file=sys.stderr)
-        if e.summary is not None:
-            _report(e.summary, prog)
-        return 1
-    _report(result, prog)
-    return 0
+        if not (fold and str(e).startswith("no MindSpore summary files")):
+            print("%s: error: %s" % (prog, e), file=sys.stderr)
+            if e.summary is not None:
+                _report(e.summary, prog)
+            return 1
+    if fold:
+        logdir = os.path.abspath(os.path.expanduser(args.logdir))
+        out = default_out(logdir) if args.out is None else os.path.abspath(os.path.expanduser(args.out))
+        if fs.is_remote(args.logdir) or not os.path.isdir(logdir):
+            print("%s: error: --fold-event-files reads a local folder, not %s" % (prog, args.logdir), file=sys.stderr)
+            return 1
+        try:
+            folded = fold_event_files(logdir, out)
+        except OSError as e:
+            print("%s: error: %s" % (prog, e), file=sys.stderr)
+            return 1
+        print("%s: %d run(s) of several folders written as one each (%d files, %d events) -> %s" % (
+            prog, len(folded["runs"]), folded["files"], folded["events"], out))
+        if folded["skipped_records"]:
+            print("%s: warning: %d damaged records skipped" % (prog, folded["skipped_records"]), file=sys.stderr)
+    return status
 
 
 def _report(result, prog):

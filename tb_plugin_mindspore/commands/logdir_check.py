@@ -18,6 +18,7 @@ import time
 from ..health import engine, sources
 from ..io import fs
 from ..sources import clusters
+from ..sources.ms_logdir import part_of
 
 # Below this many runs a pool costs more (starting processes, loading TensorBoard) than it saves.
 MIN_PARALLEL_RUNS = 16
@@ -32,6 +33,20 @@ def run_folders(logdir):
         files = sorted(n for n in names if sources.is_data_file(n))
         if files:
             out[os.path.normpath(os.path.relpath(root, logdir))] = files
+    return out
+
+
+def fold_groups(folders):
+    """``{group: [folder, ...]}``: the run folders that may fold into one run (``sources/run_fold.py``: rotated
+    ``part_N`` folders with their run, add_scalars key folders below their run) under one key, the outermost run
+    folder among them."""
+    bases = {n: part_of(n)[0] for n in folders}
+    known = set(bases.values())
+    out = {}
+    for name, base in bases.items():
+        parts = base.split("/")
+        key = next(("/".join(parts[:i]) for i in range(1, len(parts) + 1) if "/".join(parts[:i]) in known), base)
+        out.setdefault(key, []).append(name)
     return out
 
 
@@ -56,9 +71,10 @@ def report(logdir, config=None, now=None, jobs=None):
         result = engine.report(sources.runs_from_logdir(logdir, now=now, warnings=warnings), config)
         result["warnings"] = warnings + clusters
         return result
-    names = sorted(folders)
+    groups = fold_groups(folders)   # the folders of one training (parts, add_scalars key folders) stay together
+    names = sorted(groups)
     shares = [names[i::jobs * 2] for i in range(jobs * 2)]
-    tasks = [(logdir, {n: folders[n] for n in share}, now, config) for share in shares if share]
+    tasks = [(logdir, {n: folders[n] for key in share for n in groups[key]}, now, config) for share in shares if share]
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         parts = list(pool.map(_check_share, tasks))
     return {"runs": sorted((r for rows, _ in parts for r in rows), key=lambda r: r["run"]),

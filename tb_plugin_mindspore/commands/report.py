@@ -200,7 +200,7 @@ class Gatherer:
         self.routes = routes
         self.data = {"routes": routes, "scalars": {}, "layers": {}, "histograms": {}, "landscape": {},
                      "images": {}, "image_bytes": {}, "tensors": {}, "cluster": {}, "cluster_ranks": {},
-                     "left_out": [], "budgets": {}}
+                     "left_out": [], "budgets": {}, "table": {}, "graph": {}, "markers": {}, "samples": {}}
         self.curve_points = 0      # points of the ranks' curves kept so far (RANK_CURVE_POINTS_BUDGET)
 
     def keep(self, where, keys, route, params, run=None, tag=None):
@@ -227,6 +227,21 @@ class Gatherer:
             body = self.calls.must("scalars_batch", params)
             for series in body["series"]:
                 self.data["scalars"].setdefault(run, {})[series["tag"]] = series
+
+    def others(self, run):
+        """What other writers give a run: mindformers' layer x head / expert tables (at their last step), the steps
+        marked (abnormal global norms, checkpoints) and the samples x axis."""
+        for tag in _entries(self.routes["tags"], run, "table"):
+            self.keep("table", (run, tag), "table", [("run", run), ("tag", tag)], run, tag)
+        for route in ("markers", "samples"):
+            code, body = self.calls.get(route, [("run", run)])
+            if code == 200:
+                self.data[route][run] = body
+
+    def graphs(self):
+        """The model graph of every run that recorded one."""
+        for entry in self.routes["graphs"]["runs"]:
+            self.keep("graph", (entry["run"], "graph"), "graph", [("run", entry["run"])], entry["run"], "graph")
 
     def histograms(self, runs):
         pairs = [(run, tag) for run in runs for tag in _entries(self.routes["tags"], run, "histogram")]
@@ -305,7 +320,7 @@ def gather(logdir, source=None):
     "landscape": {run: {tag: {"last" | step: answer}}}, "budgets", "left_out"}``."""
     calls = RouteCaller(logdir)
     routes = {name: calls.must(name) for name in ("runs", "status", "tags", "contract", "health", "run_info",
-                                                  "landscapes")}
+                                                  "landscapes", "graphs")}
     runs = routes["runs"]["runs"]
     if not runs:
         raise ReportError("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
@@ -317,6 +332,8 @@ def gather(logdir, source=None):
         g.scalars(run)
         for tag in _entries(routes["tags"], run, "layers"):
             g.keep("layers", (run, tag), "layers", [("run", run), ("tag", tag)], run, tag)
+        g.others(run)
+    g.graphs()
     g.histograms(runs)
     g.media()
     g.clusters()

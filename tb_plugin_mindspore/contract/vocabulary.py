@@ -6,7 +6,7 @@ Three readers use it, so a tag learnt once is known everywhere:
 * the health rules' quantities (``health/series.py``): :data:`ALIASES` (quantity -> tags, tried in order: ours,
   then mindformers', SummaryCollector's, plain names) and :data:`LAYER_ALIASES` (per-layer quantity -> our vector
   tags and the prefixes of per-layer scalar families);
-* the dashboard's per-parameter families drawn as heatmaps (``reading/layers.py``): :data:`FAMILY_PREFIXES`.
+* the dashboard's per-parameter families drawn as heatmaps (``answers/layers.py``): :data:`FAMILY_PREFIXES`.
 
 Sources: the Hugging Face Trainer's logs (``train/loss``, ``train/learning_rate``, ``train/grad_norm``, ``eval/*``
 and its bookkeeping; :func:`same_as` maps its quantities onto ours), mindformers' TensorBoard tags (``loss``, ``learning-rate``, ``grad-norm``, ``loss-scale``, ``throughput``
@@ -17,6 +17,7 @@ and their "vs samples" twins; ``local_norm/<param>``, ``adam_m_norm/<param>``, `
 import re
 
 from .. import metadata as md
+from . import mindformers as mf
 
 OURS = "ours"
 MINDFORMERS = "mindformers"
@@ -39,7 +40,7 @@ QUANTITIES = {
     "eval_loss": {OURS: (md.EVAL_LOSS,), HUGGINGFACE: ("eval/loss",),
                   PLAIN: ("eval_loss", "eval-loss", "eval loss", "val_loss", "val/loss", "valid/loss",
                           "validation/loss", "validation_loss", "test/loss", "test_loss")},
-    "step_time_ms": {OURS: (md.STEP_TIME_MS,),
+    "step_time_ms": {OURS: (md.STEP_TIME_MS,), MINDFORMERS: ("iteration-time",),
                      PLAIN: ("step_time_ms", "step-time", "step_time", "perf/step_time_ms", "timing/step_time_ms",
                              "train/step_time_ms")},
     "throughput": {OURS: (md.THROUGHPUT,), MINDFORMERS: ("throughput",),
@@ -69,9 +70,10 @@ LAYER_QUANTITIES = {
 }
 
 # Per-parameter families (one scalar tag per parameter), drawn by the dashboard as heatmaps: mindformers'
-# (local_norm/, adam_m_norm/, adam_v_norm/) and per-layer gradient norms logged by hand from a Hugging Face-style
-# training (grad_norm/<named_parameters() name>).
-FAMILY_PREFIXES = ("local_norm/", "adam_m_norm/", "adam_v_norm/", "grad_norm/")
+# (contract/mindformers.py: local_norm/, adam_m_norm/, adam_v_norm/, weight_stable_rank/, weight_eigenvalue/) and
+# per-layer gradient norms logged by hand from a Hugging Face-style training (grad_norm/<named_parameters() name>).
+HF_FAMILY_PREFIXES = ("grad_norm/",)
+FAMILY_PREFIXES = tuple(mf.FAMILIES) + HF_FAMILY_PREFIXES
 
 # The Hugging Face Trainer's logs (transformers' TensorBoardCallback, or its log dict: ``train/`` before every key
 # but ``eval_*`` -> ``eval/*``). Its quantities are ours, drawn in our charts (:func:`same_as`); its bookkeeping
@@ -133,7 +135,15 @@ def _names(prefixes):
 
 def tier_rules():
     """``((compiled pattern, tier, source), ...)``: the tier of a tag from anywhere; first match wins."""
-    mf_core = ("loss", "learning-rate", "grad-norm", "loss-scale", "throughput")
+    twin = r"(_vs_samples| vs samples)?$"
+    by_tier = {}
+    for tag, (tier, _, _) in mf.TAGS.items():
+        by_tier.setdefault(tier, []).append(re.escape(tag))
+    mf_rules = tuple((r"^(%s)%s" % ("|".join(tags), twin), tier, MINDFORMERS, 0) for tier, tags in by_tier.items())
+    mf_rules += tuple((r"^%s" % re.escape(prefix), tier, MINDFORMERS, 0)
+                      for prefix, (tier, _) in list(mf.FAMILIES.items()) + [(p, t[:2]) for p, t in mf.TABLES.items()])
+    mf_rules += tuple((p.pattern, md.DEBUG, MINDFORMERS, 0) for p in mf.RANK_PATTERNS)
+    mf_rules += ((r"^(%s)$" % "|".join(re.escape(t) for t in mf.RANK_TAGS), md.DEBUG, MINDFORMERS, 0),)
     rules = (
         # Our own scheme.
         (r"^core/", md.CORE, OURS, 0),
@@ -143,11 +153,12 @@ def tier_rules():
         # eval/ rules.
         (r"^(%s)$" % "|".join(re.escape(t) for t in HF_BOOKKEEPING), md.OTHER, HUGGINGFACE, 0),
         (r"^train/(loss|learning_rate|grad_norm)$", md.CORE, HUGGINGFACE, 0),
-        # mindformers' TensorBoard tags (and their "... vs samples" twins).
-        (r"^(%s)( vs samples)?$" % "|".join(re.escape(t) for t in mf_core), md.CORE, MINDFORMERS, 0),
-        (r"^(weight_norm|eval[-_ ]?loss|eval[-_/].*)( vs samples)?$", md.DIAGNOSTIC, MINDFORMERS, 0),
-        (r"^(%s)/" % _names(FAMILY_PREFIXES + _MINDFORMERS_DEBUG_PREFIXES), md.DEBUG, MINDFORMERS, 0),
-        # MindSpore SummaryCollector: loss/auto; parameter histograms are <param>/auto.
+        (r"^(%s)/" % _names(HF_FAMILY_PREFIXES), md.DEBUG, HUGGINGFACE, 0),
+        # mindformers' TensorBoard tags (and their "... vs samples" twins; contract/mindformers.py).
+    ) + mf_rules + (
+        (r"^(eval[-_ ]?loss|eval[-_/].*)( vs samples|_vs_samples)?$", md.DIAGNOSTIC, MINDFORMERS, 0),
+        (r"^(%s)/" % _names(_MINDFORMERS_DEBUG_PREFIXES), md.DEBUG, MINDFORMERS, 0),
+        # MindSpore SummaryCollector: loss/auto; parameter histograms are <param>/auto (weight distributions).
         (r"^loss/auto$", md.CORE, SUMMARY_COLLECTOR, 0),
         # Plain user tags by prefix or name.
         (r"^(train[/_])?(loss|lr|learning_rate|grad_norm|gradient_norm)$", md.CORE, PLAIN, re.I),

@@ -22,7 +22,7 @@ rule ids or threshold names raise :class:`ConfigError` (a typo must not silently
 import logging
 import re
 
-from . import causes, diagnosis
+from . import causes, diagnosis, foreign
 from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
 from .rules.common import diverged_at
 from .series import (IntervalSeries, LayerSeries, RunSeries, RunState, Series)  # noqa: F401
@@ -113,6 +113,7 @@ def check_run(run, config=None, rules=None):
                 f.level = level
             findings.append(f)
     findings = causes.resolve(findings, slack=_interval_steps(run), diverged=diverged_at(run))
+    foreign.advise(run, findings)   # mindformers' configuration and checkpoints (health/foreign.py)
     try:
         diagnosis.explain(run, findings)
     except Exception:  # the rules' own advice stays

@@ -33,6 +33,7 @@ from ..sources import points as points_module
 from ..sources import series_cache
 from ..sources.logdir import Sources, has_ms_files
 from ..sources.logdir_status import is_ms_summary_file
+from . import foreign
 from .series import IntervalSeries, LayerSeries, RunSeries, RunState, Series, is_needed_tag
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,12 @@ def is_data_file(name):
 
 
 def run_dir(logdir, run):
-    """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``."""
+    """The folder of ``run`` under a local ``logdir`` (``"."`` is the logdir itself), or ``None``. ``logdir`` may
+    be anything with ``folder(run)``: ``logdir_spec.Roots`` or ``run_fold.RunFolders`` (``--logdir_spec``, a run
+    written in several folders: run names as TensorBoard gives them, one run per training)."""
+    if hasattr(logdir, "folder"):
+        folder = logdir.folder(run)
+        return None if folder is None or "://" in folder else folder
     if not logdir or "://" in str(logdir):
         return None
     base = os.path.abspath(os.path.expanduser(str(logdir)))
@@ -204,9 +210,11 @@ def read_runs(sources, listing, names, logdir=None, now=None, problems=None):
     tensor_data = sources.points(metadata.PLUGIN_NAME, tensor_tags, scalar=False)
     records = sources.records({
         run: [t for t, (c, _) in tags.items() if c.get("kind") in _JSON_KINDS] for run, tags in ours.items()})
-    return [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
+    runs = [_run_series(run, scalar_data.get(run) or {}, tensor_data.get(run) or {}, listing, logdir, now,
                         _json_facts(ours[run], records.get(run) or {}, problems, run), bands=banded[run])
             for run in names]
+    # mindformers' configuration and files beside the run (health/foreign.py)
+    return foreign.enrich(runs, sources.provider, sources.request_context(), sources.experiment_id)
 
 
 def _banded(tag, content, bands):
@@ -348,7 +356,7 @@ def runs_from_view(events_root, ms_root, logdir, now=None, warnings=None):
     if warnings is not None:
         warnings.extend(sources.warnings(limit=10 ** 6))
     listing = ProviderListing(sources)
-    runs = read_runs(sources, listing, listing.runs(), logdir=logdir, now=now, problems=warnings)
+    runs = read_runs(sources, listing, listing.runs(), logdir=sources.folders or logdir, now=now, problems=warnings)
     taken = {r.run for r in runs}
     if sources.ms is not None:   # MindSpore runs whose series no rule reads (histograms, landscapes, lineage only)
         runs += [r for r in runs_from_ms_logdir(sources.ms, now=now) if r.run not in taken]
@@ -408,11 +416,12 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
             first_wall = lo if first_wall is None else min(first_wall, lo)
             last_wall = hi if last_wall is None else max(last_wall, hi)
         state = RunState(now=now, last_event_time=last_wall, first_event_time=first_wall)
-        directory = run_dir(getattr(reader, "logdir", None), run)
+        directory = run_dir(getattr(reader, "roots", None) or getattr(reader, "logdir", None), run)
         if directory is not None:
             total, newest, count = file_stats(directory, is_ms_summary_file)
             state.total_bytes, state.last_modified, state.event_files = total, newest, count
             state.ms_closed = ms_files_closed(directory)
+            state.directory = directory
         info = {}
         if not scalars:
             holds = _ms_holds(reader, run, tags)
@@ -421,7 +430,7 @@ def runs_from_ms_logdir(ms_logdir, runs=None, now=None):
         out.append(RunSeries(run=run, scalars=scalars, state=state, info=info,
                              histogram_tags=tuple(tags.get("histograms", [])),
                              landscape_tags=tuple(tags.get("landscapes", []))))
-    return out
+    return foreign.enrich(out)   # mindformers' files beside the run (health/foreign.py)
 
 
 def _ms_holds(reader, run, tags):

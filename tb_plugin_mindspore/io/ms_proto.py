@@ -9,13 +9,13 @@ Deliberate differences from MindSpore's definitions, all wire compatible:
 
 * Every field is ``optional``: a file from a writer that left out a ``required`` field still parses.
 * Tags and free-text strings that the reader must never fail on are ``bytes`` (decoded with ``errors="replace"``).
-* ``Event.graph_def`` and ``Event.explain`` are ``bytes``: the reader skips the computational graph and the
-  explainer data without parsing them (they are large and nothing here shows them).
+* ``Event.graph_def`` and ``Event.explain`` are ``bytes``: the reader keeps the computational graph's bytes and
+  parses them only when the graph is asked for (:data:`GraphProto`, ``ms_graph.py``); explainer data is skipped.
 * ``TensorProto.data_type`` is an ``int32`` rather than the ``DataType`` enum, so that unknown codes are kept.
 * The classes live in a private descriptor pool, so they never clash with MindSpore's own classes when both are
   imported in one process.
 
-Public names: :data:`Event`, :data:`Summary`, :data:`LossLandscape`, :data:`TensorProto`, :data:`LineageEvent`,
+Public names: :data:`Event`, :data:`Summary`, :data:`GraphProto`, :data:`LossLandscape`, :data:`TensorProto`, :data:`LineageEvent`,
 :data:`UserDefinedInfo`, :data:`TrainLineage`, :data:`EvaluationLineage`, :data:`DatasetGraph`,
 :data:`DATA_TYPES` (MindSpore ``DataType`` code -> name), and two views of the same bytes for the fast path:
 :data:`EventView` (an ``Event`` whose ``summary`` stays bytes) and :data:`SummaryView` (a ``Summary`` whose
@@ -63,6 +63,87 @@ _MESSAGES = {
         (6, "double_data", "double", "repeated", {"packed": True}),
         (7, "uint64_data", "uint64", "repeated", {"packed": True}),
         (8, "raw_data", "bytes", "optional", {}),
+    ],
+    # anf_ir.proto: the computational graph (Event.graph_def, parsed on its own by ``ms_graph.py``)
+    "GraphProto": [
+        (1, "node", "NodeProto", "repeated", {}),
+        (2, "name", "bytes", "optional", {}),
+        (3, "parameters", "ParameterProto", "repeated", {}),
+        (4, "outputs", "OutputProto", "repeated", {}),
+        (5, "const_vals", "NamedValueProto", "repeated", {}),
+    ],
+    "NodeProto": [
+        (1, "input", "InputProto", "repeated", {}),
+        (2, "name", "bytes", "optional", {}),
+        (3, "op_type", "bytes", "optional", {}),
+        (4, "scope", "bytes", "optional", {}),
+        (5, "attribute", "AttributeProto", "repeated", {}),
+        (6, "output_type", "TypeProto", "optional", {}),
+        (7, "output_i", "uint64", "optional", {}),
+        (8, "full_name", "bytes", "optional", {}),
+        (10, "instance_name", "bytes", "optional", {}),
+    ],
+    "InputProto": [
+        (1, "name", "bytes", "optional", {}),
+        (2, "type", "int32", "optional", {}),
+    ],
+    "AttributeProto": [
+        (1, "name", "bytes", "optional", {}),
+        (2, "value", "ValueProto", "optional", {}),
+    ],
+    "NamedValueProto": [
+        (1, "key", "bytes", "optional", {}),
+        (2, "value", "ValueProto", "optional", {}),
+    ],
+    "ValueProto": [
+        (1, "dtype", "int32", "optional", {}),
+        (2, "bool_val", "bool", "optional", {}),
+        (3, "int_val", "int64", "optional", {}),
+        (4, "uint_val", "uint64", "optional", {}),
+        (5, "float_val", "float", "optional", {}),
+        (6, "double_val", "double", "optional", {}),
+        (7, "str_val", "bytes", "optional", {}),
+        (8, "tensor_val", "TensorProto", "optional", {}),
+        (9, "graph", "GraphProto", "optional", {}),
+        (10, "bool_vals", "bool", "repeated", {}),
+        (11, "int_vals", "int64", "repeated", {}),
+        (12, "uint_vals", "uint64", "repeated", {}),
+        (13, "float_vals", "float", "repeated", {}),
+        (14, "double_vals", "double", "repeated", {}),
+        (15, "str_vals", "bytes", "repeated", {}),
+        (16, "tensor_vals", "TensorProto", "repeated", {}),
+        (17, "graphs", "GraphProto", "repeated", {}),
+        (18, "values", "ValueProto", "repeated", {}),
+        (19, "dict_val", "NamedValueProto", "repeated", {}),
+        (20, "type_val", "TypeProto", "optional", {}),
+    ],
+    "TypeProto": [
+        (1, "data_type", "int32", "optional", {}),
+        (2, "tensor_type", "TypeProto.Tensor", "optional", {"oneof": "value"}),
+        (3, "sequence_type", "TypeProto.Sequence", "optional", {"oneof": "value"}),
+    ],
+    "TypeProto.Tensor": [
+        (1, "elem_type", "int32", "optional", {}),
+        (2, "shape", "TensorShapeProto", "optional", {}),
+    ],
+    "TypeProto.Sequence": [
+        (1, "elem_types", "TypeProto", "repeated", {}),
+    ],
+    "TensorShapeProto": [
+        (1, "dim", "TensorShapeProto.Dimension", "repeated", {}),
+    ],
+    "TensorShapeProto.Dimension": [
+        (1, "size", "int64", "optional", {}),
+        (2, "name", "bytes", "optional", {}),
+    ],
+    "ParameterProto": [
+        (1, "name", "bytes", "optional", {}),
+        (2, "type", "TypeProto", "optional", {}),
+        (3, "default_val", "ValueProto", "optional", {}),
+    ],
+    "OutputProto": [
+        (1, "name", "bytes", "optional", {}),
+        (2, "type", "TypeProto", "optional", {}),
     ],
     # summary.proto
     "Event": [
@@ -215,8 +296,12 @@ _VIEWS = {
     "SummaryView": [
         (1, "value", "bytes", "repeated", {}),
     ],
+    # anf_ir.proto's ModelProto (what ``Cell.get_func_graph_proto()`` returns), only its graph, as bytes.
+    "ModelView": [
+        (4, "graph", "bytes", "optional", {}),
+    ],
 }
-VIEW_OF = {"EventView": "Event", "SummaryView": "Summary"}
+VIEW_OF = {"EventView": "Event", "SummaryView": "Summary", "ModelView": "ModelProto"}
 
 
 def _set_type(field, type_name):
@@ -284,6 +369,8 @@ TrainLineage = _cls("TrainLineage")
 EvaluationLineage = _cls("EvaluationLineage")
 DatasetGraph = _cls("DatasetGraph")
 EventView = _cls("EventView")
+GraphProto = _cls("GraphProto")
+ModelView = _cls("ModelView")
 SummaryView = _cls("SummaryView")
 
 # (message name, field name) pairs whose type differs from MindSpore's on purpose (see the module docstring).
@@ -291,5 +378,11 @@ RELAXED_FIELDS = {
     ("Event", "version"), ("Event", "graph_def"), ("Event", "explain"), ("LineageEvent", "version"),
     ("Summary.Value", "tag"), ("LossLandscape.Metadata", "decomposition"), ("LossLandscape.Metadata", "unit"),
     ("TensorProto", "data_type"),
+    # anf_ir.proto: names and strings as bytes (never a decoding failure), enums as int32 (unknown codes kept)
+    ("GraphProto", "name"), ("NodeProto", "name"), ("NodeProto", "op_type"), ("NodeProto", "scope"),
+    ("NodeProto", "full_name"), ("NodeProto", "instance_name"), ("InputProto", "name"), ("InputProto", "type"),
+    ("AttributeProto", "name"), ("NamedValueProto", "key"), ("ValueProto", "dtype"), ("ValueProto", "str_val"),
+    ("ValueProto", "str_vals"), ("TypeProto", "data_type"), ("TypeProto.Tensor", "elem_type"),
+    ("TensorShapeProto.Dimension", "name"), ("ParameterProto", "name"), ("OutputProto", "name"),
 }
 MESSAGE_LAYOUTS = _MESSAGES

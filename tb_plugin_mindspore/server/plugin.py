@@ -17,7 +17,7 @@ from werkzeug import wrappers
 
 from .. import metadata
 from ..answers import cluster, downsample, encode, histograms, landscapes, layers, media, page_contract, problems
-from ..answers import compare, run_info, scalars
+from ..answers import compare, graphs, markers, run_info, samples_axis, scalars, tables
 from ..answers import health as health_cache
 from ..answers import runs as provider
 from ..health import settings as health_settings
@@ -126,25 +126,31 @@ class MindSporePlugin(base_plugin.TBPlugin):
     plugin_name = metadata.PLUGIN_NAME
 
     def __init__(self, context):
-        self._logdir = getattr(context, "logdir", "") or ""
         reload_interval = getattr(getattr(context, "flags", None), "reload_interval", 5.0)
-        # One door for every point: TensorBoard's provider merged with the *_MS files under the logdir, and every
-        # point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
+        # One door for every point: TensorBoard's provider merged with the *_MS files and mindformers' logs under
+        # the logdir (or every entry of --logdir_spec, runs named as TensorBoard names them), one run per training,
+        # and every point of the runs the tab shows, read by the plugin itself (TensorBoard keeps a sample of each).
         self._sources = Sources.for_tensorboard(context, reload_interval=reload_interval)
+        self._logdir = self._sources.logdir or ""
         self._data_provider = self._sources.provider
         self._view = provider.DataView(self._data_provider, multiplexer=self._sources.multiplexer)
         self._cache = series_cache.ResponseCache()
         self._batch = scalars.ScalarsBatch(self._sources, self._cache)
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)
-        self._status = logdir_status.LogdirStatus(self._logdir)
-        self._clusters = cluster.ClusterReader(self._logdir, self._cache)
+        self._status = logdir_status.for_roots(self._sources.roots, self._logdir)
+        self._clusters = cluster.ClusterReader(self._logdir, self._cache, roots=self._sources.roots)
         self._compares = compare.CompareReader()
         self._landscapes = landscapes.LandscapeReader(self._data_provider)
         self._run_infos = run_info.RunInfoReader(self._data_provider, self._sources.ms)
         self._media = media.MediaReader(self._data_provider, self._sources.ms)
-        # The status route's warnings walk every reader; under load one collection serves every caller for a second.
-        self._warnings = series_cache.TtlMemo()
+        self._tables = tables.TableReader(self._data_provider, self._cache)
+        self._samples = samples_axis.SamplesAxis(self._data_provider, self._cache)
+        self._markers = markers.MarkerReader(self._sources.folders, self._cache)
+        self._graphs = graphs.GraphReader(self._data_provider, self._cache, self._sources.ms)
+        # The status route's warnings walk every reader; under load one collection serves every caller for a second,
+        # and one that took seconds (thousands of folders) is kept longer and answered while the next is made.
+        self._warnings = series_cache.TtlMemo(adaptive=True)
         # Health answers are kept per run while its data is unchanged; concurrent requests share one computation.
         # The same configuration gives the page its thresholds (the contract route): TensorBoard's
         # --mindspore_health_set RULE.PARAM=VALUE flags (loader.py; validated there), as `check --set` takes them.
@@ -174,6 +180,8 @@ class MindSporePlugin(base_plugin.TBPlugin):
             "/tensors": self._serve_tensors,
             "/clusters": self._serve_clusters, "/cluster": self._serve_cluster,
             "/compare": self._serve_compare,
+            "/table": self._serve_table, "/samples": self._serve_samples,
+            "/graphs": self._serve_graphs, "/graph": self._serve_graph, "/markers": self._serve_markers,
         }
 
     def is_active(self):
@@ -300,6 +308,39 @@ class MindSporePlugin(base_plugin.TBPlugin):
         if run and run not in self._view.runs(ctx, eid):
             raise errors.NotFoundError("no run named %r" % run)
         return self._health.report_json(ctx, eid, runs=runs)
+
+    # -- layer x head / expert tables (answers/tables.py) ---------------------------------------------------------------
+    @json_route
+    def _serve_table(self, request):
+        ctx, eid = self._ctx(request)
+        run, tag = _required(request, "run"), _required(request, "tag")
+        return self._tables.table(ctx, eid, run, tag, _int_arg(request, "step", None, -(2 ** 63), 2 ** 63 - 1))
+
+    @json_route
+    def _serve_samples(self, request):
+        """The samples x axis of a run (answers/samples_axis.py)."""
+        ctx, eid = self._ctx(request)
+        return self._samples.answer(ctx, eid, _required(request, "run"))
+
+    @json_route
+    def _serve_markers(self, request):
+        """Steps other writers marked (mindformers' abnormal global norms and checkpoints: answers/markers.py)."""
+        run = _required(request, "run")
+        ctx, eid = self._ctx(request)
+        if run not in self._view.runs(ctx, eid):
+            raise errors.NotFoundError("no run named %r" % run)
+        return self._markers.answer(run)
+
+    # -- the model graph (answers/graphs.py) --------------------------------------------------------------------------
+    @json_route
+    def _serve_graphs(self, request):
+        ctx, eid = self._ctx(request)
+        return self._graphs.listing(ctx, eid)
+
+    @json_route
+    def _serve_graph(self, request):
+        ctx, eid = self._ctx(request)
+        return self._graphs.graph(ctx, eid, _required(request, "run"))
 
     # -- many ranks as one cluster (answers/cluster.py) ---------------------------------------------------------------
     @json_route

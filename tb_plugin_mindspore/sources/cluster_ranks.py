@@ -30,10 +30,14 @@ _FIELDS = frozenset(metadata.RANK_FIELDS)
 FOLDER_TAGS = {
     "loss": (metadata.LOSS, "loss", "train/loss", "local_loss"),
     "grad_norm": (metadata.GRAD_NORM, "grad-norm", "grad_norm", "global_norm", "train/grad_norm"),
-    "step_time_ms": (metadata.STEP_TIME_MS, "step_time_ms", "step-time", "step_time", "train/step_time_ms"),
+    "step_time_ms": (metadata.STEP_TIME_MS, "step_time_ms", "step-time", "step_time", "train/step_time_ms",
+                     "iteration-time"),
     "data_wait_ms": (metadata.DATA_WAIT_MS, "data_wait_ms", "data/wait_ms"),
     "host_memory_mb": (metadata.HOST_MEMORY_MB,),
     "device_memory_mb": (metadata.DEVICE_MEMORY_MB,),
+    # mindformers' per-device values (TrainingStateMonitor): this device's own loss and gradient norm.
+    "local_loss": ("local_lm_loss", "device_accum_local_lm_loss"),
+    "local_grad_norm": ("device_local_norm",),
 }
 _TAG_FIELD = {tag: field for field, tags in FOLDER_TAGS.items() for tag in tags}
 _IDS = itertools.count(1)

@@ -36,12 +36,20 @@ _SCALAR, _INTERVAL, _OTHER = "scalar", "interval", "other"
 _INTERVAL_WIDTH = len(metadata.INTERVAL_FIELDS)
 
 
-def for_logdir(logdir, interval=5.0):
-    """A started :class:`EventSeries` of a local ``logdir``; None for none or a remote one (whose every read is a
-    request: there the routes use TensorBoard's sample)."""
+def for_logdir(logdir, interval=5.0, roots=None, folder_of=None):
+    """A started :class:`EventSeries` of a local ``logdir`` (or of the local entries of ``roots``, a
+    ``logdir_spec.Roots`` of ``--logdir_spec``); None for none or a remote one (whose every read is a request:
+    there the routes use TensorBoard's sample). ``folder_of(run)``: the run's folder or folders (a run written in
+    parts), None for a name that is no folder; by default the folder of that name."""
+    if roots is not None and roots.is_spec:
+        if not roots or any(fs.is_remote(r.path) for r in roots):
+            return None
+        events = EventSeries(roots.spec, folder_of=folder_of or roots.folder)
+        events.start(interval=interval)
+        return events
     if not logdir or fs.is_remote(logdir):
         return None
-    events = EventSeries(logdir)
+    events = EventSeries(logdir, folder_of=folder_of)
     events.start(interval=interval)
     return events
 
@@ -60,7 +68,8 @@ class _Run:
     __slots__ = ("folder", "files", "order", "kinds", "scalars", "intervals", "version", "caught_up", "undecodable")
 
     def __init__(self, folder):
-        self.folder = folder
+        # One folder, or the folders of a run written in parts (``run_fold``: ``<run>/part_N``), in order.
+        self.folder = (folder,) if isinstance(folder, str) else tuple(folder)
         self.caught_up = False  # read to the end of its files once
         self.files = {}        # name -> MsFile
         self.order = []        # names in the order first read
@@ -74,8 +83,9 @@ class _Run:
 class EventSeries:
     """See the module doc. ``logdir``: TensorBoard's (local path or URL)."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir, folder_of=None):
         self.logdir = str(logdir)
+        self._folder_of = folder_of or (lambda run: run_folder(self.logdir, run))
         self._runs = {}
         self._lock = threading.Lock()          # the runs table
         self._read_lock = threading.Lock()     # one reader at a time
@@ -89,7 +99,7 @@ class EventSeries:
         with self._lock:
             if run in self._runs:
                 return True
-            folder = run_folder(self.logdir, run)
+            folder = self._folder_of(run)
             if folder is None:
                 return False
             self._runs[run] = _Run(folder)
@@ -187,7 +197,14 @@ class EventSeries:
                 series.shrink()
 
     def _read_run(self, run, r, budget):
-        names = self._event_files(r.folder)
+        folders = self._folder_of(run)
+        if folders is not None:   # a run written in parts gains a folder now and then
+            folders = (folders,) if isinstance(folders, str) else tuple(folders)
+            if folders and folders != r.folder:
+                r.folder = folders
+        paths = self._event_files(r.folder)
+        names = [label for _, label in paths]
+        where = dict((label, path) for path, label in paths)
         if r.order and (names[:len(r.order)] != r.order
                         or any(getattr(r.files[n], "restarts", 0) for n in r.order)):
             # A file appeared before those read, vanished or was replaced: read the run again from its start.
@@ -198,7 +215,7 @@ class EventSeries:
         for name in names:
             mf = r.files.get(name)
             if mf is None:
-                mf = r.files[name] = ms_files.MsFile(fs.join(r.folder, name), kind="summary")
+                mf = r.files[name] = ms_files.MsFile(where[name], kind="summary")
                 r.order.append(name)
             if mf.stat_size() <= mf.offset:
                 continue
@@ -213,13 +230,21 @@ class EventSeries:
             pending = pending or mf.has_unread()
         return pending
 
-    def _event_files(self, folder):
-        try:
-            for _, _, names in fs.walk(folder):
-                return sorted(n for n in names if "tfevents" in n)
-        except OSError:
-            pass
-        return []
+    @staticmethod
+    def _event_files(folders):
+        """``[(path, label)]`` of the event files directly in each folder, folder by folder, in name order; the
+        label is the file name (``<folder name>/<file name>`` for a run of several folders)."""
+        out = []
+        for folder in folders:
+            try:
+                for _, _, names in fs.walk(folder):
+                    for n in sorted(n for n in names if "tfevents" in n):
+                        label = n if len(folders) == 1 else fs.basename(folder) + "/" + n
+                        out.append((fs.join(folder, n), label))
+                    break
+            except OSError:
+                pass
+        return out
 
     def _add(self, r, name, payloads, mf=None):
         """Decodes ``payloads`` (event records of file ``name``) into the run's series, through compact buffers (no

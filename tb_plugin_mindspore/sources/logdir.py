@@ -40,7 +40,7 @@ from tensorboard.data import provider as tb_provider
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..io import fs
-from . import event_series, ms_provider, points, series_cache
+from . import event_series, log_source, logdir_spec, ms_provider, points, run_fold, series_cache
 from . import pyramid as pyramid_module
 from .logdir_status import is_ms_summary_file
 
@@ -111,45 +111,75 @@ class Sources:
       multiplexer: the Python loader's multiplexer behind ``provider`` (``None`` under ``--load_fast``).
       events: an ``event_series.EventSeries`` of ``logdir`` (``None``: the provider's sample only).
       ms: the ``ms_logdir.MsLogdir`` behind the provider's ``*_MS`` part (``None``: none).
+      folders: where a run lives on disk (``run_fold.RunFolders``: every entry of ``--logdir_spec``, a run's part
+        folders; ``None``: unknown, e.g. a bare provider).
+      logs: the ``log_source.LogSource`` of mindformers' training logs behind the provider (``None``: none).
+      roots: the folders TensorBoard reads with their run-name prefixes (``logdir_spec.Roots``; by default the one
+        ``logdir``).
     """
 
-    def __init__(self, provider, logdir=None, *, multiplexer=None, events=None, ms=None):
+    def __init__(self, provider, logdir=None, *, multiplexer=None, events=None, ms=None, folders=None, logs=None,
+                 roots=None):
         self.provider = provider
         self.logdir = logdir or None
         self.multiplexer = multiplexer
         self.events = events
         self.ms = ms
+        self.folders = folders
+        self.logs = logs
+        self.roots = roots if roots is not None else logdir_spec.Roots.single(logdir or "")
         self.listings = series_cache.listings_for(provider)
         self.ctx, self.experiment_id = None, ""
 
     # -- making one ----------------------------------------------------------------------------------------------
     @classmethod
     def for_tensorboard(cls, context, reload_interval=5.0):
-        """The plugin's: TensorBoard's provider merged with the ``*_MS`` files under its logdir (read in a thread
-        every ``reload_interval`` seconds), and the plugin's own store of every point of the shown runs."""
-        logdir = getattr(context, "logdir", "") or ""
-        merged, ms = ms_provider.with_ms_files(context.data_provider, logdir, reload_interval=reload_interval)
-        return cls(merged, logdir, multiplexer=getattr(context, "multiplexer", None),
-                   events=event_series.for_logdir(logdir, interval=reload_interval),
-                   ms=ms.ms if ms is not None else None)
+        """The plugin's: TensorBoard's provider merged with the ``*_MS`` files and mindformers' training logs under
+        its logdir or every entry of its ``--logdir_spec`` (read in threads every ``reload_interval`` seconds), with
+        one run per training (``run_fold``: rotated part folders and add_scalars key folders folded into their run),
+        and the plugin's own store of every point of the shown runs."""
+        flags = getattr(context, "flags", None)
+        # --logdir DIR, or --logdir_spec name1:DIR1,...: every reader names runs as TensorBoard does.
+        roots = logdir_spec.Roots.from_flags(flags, getattr(context, "logdir", "") or "")
+        logdir = roots.logdir or ""
+        # mindformers' training logs in run folders or named with --mindspore_mindformers_log
+        logs = log_source.LogSource(roots, log_source.parse_flag(getattr(flags, "mindspore_mindformers_log", None)))
+        merged, ms = ms_provider.with_ms_files(context.data_provider, logdir, reload_interval=reload_interval,
+                                               roots=roots, logs=logs)
+        provider, multiplexer = run_fold.folded(merged, getattr(context, "multiplexer", None), roots)
+        folders = run_fold.RunFolders(roots, provider)
+        events = event_series.for_logdir(logdir, interval=reload_interval, roots=roots, folder_of=folders.folders)
+        return cls(provider, logdir, multiplexer=multiplexer, events=events, ms=ms.ms if ms is not None else None,
+                   folders=folders if roots else None, logs=logs if ms is not None else None, roots=roots)
 
     @classmethod
     def for_logdir(cls, events_root, ms_root=None, logdir=None):
         """``tb-mindspore check`` / ``report``: the event files under ``events_root`` read whole by the plugin's own
         record reader (every point kept, :func:`load_provider`) merged, as the plugin merges them, with the ``*_MS``
-        files under ``ms_root`` read completely (none without ``ms_root``); ``logdir``: where the run folders really
-        are (default ``events_root``). A local ``events_root`` also gets the tab's store of every point
-        (``event_series``: the final timelines and their bands that the charts and the Health panel read), filled by
-        the same read: each event file is read once."""
+        files and mindformers' training logs under ``ms_root`` read completely (none without ``ms_root``), one run
+        per training as the tab folds them (``run_fold``); ``logdir``: where the run folders really are (default
+        ``events_root``). A local ``events_root`` also gets the tab's store of every point (``event_series``: the
+        final timelines and their bands that the charts and the Health panel read), filled by the same read: each
+        event file is read once."""
+        logdir = logdir or events_root
         events = None if fs.is_remote(events_root) else event_series.EventSeries(events_root)
         provider = load_provider(events_root, store=events)
-        if not ms_root or not has_ms_files(ms_root):
-            return cls(provider, logdir or events_root, events=events)
-        ms = ms_provider.MsDataProvider(ms_root, reload_interval=None)
-        for _ in range(100000):
-            if not ms.ms.reload().pending:
-                break
-        return cls(ms_provider.MergedProvider(provider, ms), logdir or events_root, ms=ms.ms, events=events)
+        logs = None
+        if ms_root and not fs.is_remote(ms_root):   # mindformers' logs in run folders, as the tab reads them
+            logs = log_source.LogSource(logdir_spec.Roots.single(ms_root))
+            logs.reload()
+            logs = logs if logs.runs() else None
+        ms = None
+        if ms_root and (has_ms_files(ms_root) or logs is not None):
+            ms = ms_provider.MsDataProvider(ms_root, reload_interval=None, logs=logs)
+            for _ in range(100000):
+                if not ms.ms.reload().pending:
+                    break
+            provider = ms_provider.MergedProvider(provider, ms)
+        provider = run_fold.folded(provider)[0]
+        folders = run_fold.RunFolders(logdir_spec.Roots.single(logdir), provider) if logdir else None
+        return cls(provider, logdir, ms=ms.ms if ms is not None else None, events=events, folders=folders,
+                   logs=logs)
 
     @classmethod
     def of_provider(cls, provider, logdir=None, multiplexer=None):
@@ -164,6 +194,10 @@ class Sources:
         bound.ctx, bound.experiment_id = ctx, experiment_id
         return bound
 
+    def request_context(self):
+        """The request's ``RequestContext`` (a fresh one for the commands, which have no request)."""
+        return self._ctx()
+
     def _ctx(self):
         if self.ctx is None:
             from tensorboard import context as tb_context   # lazy: start-up cost of TensorBoard's request context
@@ -177,6 +211,8 @@ class Sources:
             self.events.stop()
         if self.ms is not None:
             self.ms.stop()
+        if self.logs is not None:
+            self.logs.stop()
 
     # -- listings ------------------------------------------------------------------------------------------------
     def last_scalars(self):
@@ -341,9 +377,11 @@ class Sources:
     # -- what was left out ---------------------------------------------------------------------------------------
     def warnings(self, limit=100):
         """Damaged or undecodable records and unreadable files: ``[{"run", "file", "offset", "reason"}]`` of the
-        ``*_MS`` door, and of the event files when the plugin's own reader is the provider (the commands')."""
+        ``*_MS`` door, of mindformers' text logs, and of the event files when the plugin's own reader is the provider (the commands')."""
         events = getattr(self.provider, "event_file_warnings", None)   # through a merged provider too
         out = list(events(limit)) if events is not None else []
+        if self.logs is not None:   # mindformers' text logs
+            out += list(self.logs.warnings())[:max(0, limit - len(out))]
         if self.ms is None:
             return out[:limit]
         for run in self.ms.runs():

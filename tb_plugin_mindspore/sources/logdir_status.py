@@ -9,14 +9,16 @@ TensorBoard from another folder is the most common reason for an empty board.
 import errno
 import os
 import stat
-import time
 
 from .. import metadata
 from ..io import event_headers, fs
+from . import series_cache
 from .ms_logdir import file_kind
 
 MS_SUFFIX = "_MS"
 _MAX_ENTRIES = 20000     # stop walking a huge tree; counts are then lower bounds
+# A scan is reused for 5 s; a slow one (thousands of folders: seconds) for 4x its cost, and then answered while the
+# next scan runs in the background (series_cache.TtlMemo(adaptive=True)), so one status answer never walks twice.
 _CACHE_SECS = 5.0
 _EMPTY_FILE_BYTES = 128  # an event file holding only its file_version record
 
@@ -99,19 +101,14 @@ class LogdirStatus:
     def __init__(self, logdir, cwd=None):
         self._logdir = logdir or ""
         self._cwd = cwd or os.getcwd()
-        self._cached = None
-        self._cached_at = 0.0
+        self._scans = series_cache.TtlMemo(ttl=_CACHE_SECS, max_entries=1, adaptive=True)
         self._headers = event_headers.HeaderScanner(self._abs() if self._logdir else "")
 
     def _local(self):
         return bool(self._logdir) and "://" not in self._logdir
 
     def _counts(self):
-        now = time.monotonic()
-        if self._cached is None or now - self._cached_at > _CACHE_SECS:
-            self._cached = self._scan()
-            self._cached_at = now
-        return self._cached
+        return self._scans.get("scan", self._scan)
 
     def _rel(self, path):
         return fs.relpath(path, self._abs())
@@ -181,6 +178,7 @@ class LogdirStatus:
                         "of the logdir." % self._rel(blocking[0]))
         return {
             "logdir": logdir,
+            "started_with": ("--logdir " + logdir) if logdir else "",
             "logdir_abs": self._abs() if logdir and "://" not in logdir else logdir,
             "server_cwd": self._cwd,
             "has_data": bool(has_scalars),
@@ -210,3 +208,73 @@ class LogdirStatus:
             return {"event_files": 0, "event_bytes": 0, "ms_files": 0, "rank_files": 0, "entries": 0,
                     "truncated": False, "event_paths": [], "hostile": []}
         return scan(self._abs())
+
+
+class SpecStatus:
+    """The status of ``--logdir_spec name1:DIR1,name2:DIR2``: each entry looked at as a ``--logdir`` would be, the
+    answer saying what TensorBoard was started with (``roots``: a ``logdir_spec.Roots``)."""
+
+    def __init__(self, roots, cwd=None):
+        self._roots = roots
+        self._entries = [(root, LogdirStatus(root.path, cwd=cwd)) for root in roots]
+
+    def file_warnings(self):
+        out = []
+        for root, status in self._entries:
+            for w in status.file_warnings():
+                out.append(dict(w, run=self._roots.run_name(root, w["run"]),
+                                file=(root.name + "/" + w["file"]) if root.name else w["file"]))
+        return out
+
+    def describe(self, run_count, has_scalars):
+        started = self._roots.started_with()
+        entries = []
+        totals = {"event_files": 0, "ms_files": 0}
+        for root, status in self._entries:
+            counts = status._counts()
+            exists = "://" in root.path or os.path.isdir(root.path)
+            found = {k: counts[k] for k in totals}
+            entries.append({"name": root.name, "path": root.path, "exists": exists, "counts": found})
+            for k in totals:
+                totals[k] += found[k]
+        reason, message = None, ""
+        if not has_scalars:
+            if not self._entries:
+                reason = "no_logdir"
+                message = "TensorBoard was started with an empty --logdir_spec, so there is nothing to read."
+            else:
+                reason = ("no_logdir" if not any(e["exists"] for e in entries) else
+                          "no_event_files" if not totals["event_files"] and not totals["ms_files"] else
+                          "only_ms_files" if not totals["event_files"] else
+                          "waiting_for_flush" if not run_count else "no_scalars")
+                message = "TensorBoard was started with %s: %s." % (started, "; ".join(
+                    "%s (%s): %s" % (e["name"] or "no name", e["path"], _entry_words(e)) for e in entries))
+        return {
+            "logdir": self._roots.spec,
+            "started_with": started,
+            "logdir_spec": [{"name": r.name, "path": r.path} for r in self._roots],
+            "entries": entries,
+            "logdir_abs": None,
+            "server_cwd": os.getcwd(),
+            "has_data": bool(has_scalars),
+            "reason": reason,
+            "message": message,
+            "counts": dict(totals, runs=int(run_count)),
+        }
+
+
+def _entry_words(entry):
+    if not entry["exists"]:
+        return "the folder does not exist"
+    counts = entry["counts"]
+    if not counts["event_files"] and not counts["ms_files"]:
+        return "no event files or MindSpore summary files yet"
+    return "%d event files, %d MindSpore summary files" % (counts["event_files"], counts["ms_files"])
+
+
+def for_roots(roots, logdir=""):
+    """The status reader of the plugin: :class:`LogdirStatus` for ``--logdir``, :class:`SpecStatus` for
+    ``--logdir_spec``."""
+    if roots is not None and roots.is_spec:
+        return SpecStatus(roots)
+    return LogdirStatus(logdir or "")

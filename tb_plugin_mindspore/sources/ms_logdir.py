@@ -31,6 +31,7 @@ Usage (the plugin calls ``reload`` from one background thread and the accessors 
     logdir.files(run)                # [{"file", "kind", "created", "records", "steps", "superseded"}], file order
     logdir.warnings(run)             # [{"file": path relative to the logdir, "offset": int, "reason": str}, ...]
     logdir.stats(run)                # {"files", "bytes_read", "records", "skipped", "pending_bytes", "graphs"}
+    logdir.graph(run)                # the newest computational graph: {"step", "wall_time", "data", "size", "file"}
 
 Unknown runs raise ``KeyError``. Tags are the ones MindSpore wrote (``loss/auto``, ``fc.weight/auto``,
 ``xsum[:Scalar]`` from older MindSpore): ``metadata.display_name`` / ``vocabulary.tier_of`` classify them.
@@ -72,6 +73,7 @@ from . import ms_files, ms_lineage, series_store
 logger = logging.getLogger(__name__)
 
 DEFAULT_RELOAD_BYTES = 16 << 20
+MAX_GRAPH_BYTES = 64 << 20   # a larger computational graph is noted (its size), not kept
 DEFAULT_SAMPLES = {"histograms": 500, "tensors": 100, "images": 20, "landscapes": 100}
 KINDS = ("scalars", "histograms", "tensors", "images", "landscapes")
 
@@ -97,6 +99,19 @@ def file_kind(name):
     if name.endswith("_explain"):
         return None
     return "summary"
+
+
+_PART = re.compile(r"^(?:(.*)/)?part_(\d+)$")
+
+
+def part_of(folder):
+    """``(run, part number)`` of a run folder (relative, ``"."`` for the logdir): a rotated part ``<run>/part_N``
+    is part N of ``<run>`` (``sources/run_fold.py`` folds event-file parts the same way); any other folder is its
+    own run, part -1."""
+    m = _PART.match(folder.replace("\\", "/"))
+    if m is None:
+        return folder, -1
+    return m.group(1) or ".", int(m.group(2))
 
 
 def created_at(name):
@@ -201,12 +216,14 @@ class _Thinned:
 class _FileData:
     """What was read from one summary file."""
 
-    __slots__ = ("scalars", "series", "graphs", "version", "templates", "first", "steps", "first_wall", "restarts")
+    __slots__ = ("scalars", "series", "graphs", "graph", "version", "templates", "first", "steps", "first_wall",
+                 "restarts")
 
     def __init__(self, restarts=0):
         self.scalars = {}                                # tag -> (steps 'q', wall times 'd', values 'f')
         self.series = {kind: {} for kind in KINDS[1:]}   # kind -> tag -> _Thinned
         self.graphs = 0
+        self.graph = None                                # the newest graph: (step, wall time, bytes or None, size)
         self.version = None
         self.templates = {}                              # summary length -> _Template or None (reader only)
         self.first = {}                                  # (tag, kind) -> (file offset, kind rank) first seen
@@ -222,13 +239,14 @@ class _Stage:
     record index puts points of one tag that came through different paths back in file order.
     """
 
-    __slots__ = ("scalars", "slow_scalars", "series", "graphs", "version", "first", "steps", "first_wall")
+    __slots__ = ("scalars", "slow_scalars", "series", "graphs", "graph", "version", "first", "steps", "first_wall")
 
     def __init__(self):
         self.scalars = {}
         self.slow_scalars = {}                           # raw tag -> ([indices], [steps], [walls], [values])
         self.series = {kind: [] for kind in KINDS[1:]}   # kind -> [(record index, raw tag, step, wall, payload)]
         self.graphs = 0
+        self.graph = None
         self.version = None
         self.first = {}                                  # (raw tag, kind) -> first record index
         self.steps = {}                                  # (raw tag, kind) -> [min step, max step]
@@ -375,7 +393,8 @@ class _Run:
         wall = data.first_wall if data is not None and data.first_wall is not None else float("inf")
         name = os.path.basename(path)
         created = created_at(name)
-        return (created if created is not None else wall, wall, name, path)
+        part = part_of(os.path.basename(os.path.dirname(path)))[1]
+        return (part, created if created is not None else wall, wall, name, path)
 
     def summaries(self):
         return [(mf, data) for mf, data in self.ordered() if data is not None]
@@ -533,7 +552,7 @@ class MsLogdir:
             return new_runs
         with self._lock:
             for root, path, kind in found:
-                name = fs.relpath(root, self.logdir)
+                name, _ = part_of(fs.relpath(root, self.logdir))
                 run = self._runs.get(name)
                 if run is None:
                     run = self._runs[name] = _Run(name)
@@ -584,6 +603,9 @@ class MsLogdir:
                     stage.version = ms_files.decode_tag(event.version)
                 elif which == "graph_def":
                     stage.graphs += 1
+                    size = len(event.graph_def)
+                    stage.graph = (event.step, event.wall_time, event.graph_def if size <= MAX_GRAPH_BYTES else None,
+                                   size)
             except Exception as e:  # a damaged payload must never stop reading: skip and report it
                 mf.problem(offsets[index], "undecodable payload (%s); record skipped" % ms_files._short(e))
         for length, (indices, summaries, steps, walls) in groups.items():
@@ -703,6 +725,8 @@ class MsLogdir:
             if stage.first_wall is not None and data.first_wall is None:
                 data.first_wall = stage.first_wall
             data.graphs += stage.graphs
+            if stage.graph is not None:
+                data.graph = stage.graph
             if stage.version is not None and data.version is None:
                 data.version = stage.version
             if changed:
@@ -969,6 +993,21 @@ class MsLogdir:
             return np.array(series[0], dtype=np.int64) if series else np.zeros(0, dtype=np.int64)
         thinned = data.series[kind].get(tag)
         return np.array([item[0] for item in thinned.snapshot()] if thinned else [], dtype=np.int64)
+
+    def graph(self, run):
+        """The run's newest computational graph (``SummaryCollector(collect_graph=True)``): ``{"step", "wall_time",
+        "data": bytes of MindSpore's GraphProto or None when larger than MAX_GRAPH_BYTES, "size", "file"}``, or
+        None."""
+        with self._lock:
+            found = None
+            for mf, data in self._run(run).ordered():
+                if data is not None and data.graph is not None:
+                    found = (mf.path, data.graph)
+        if found is None:
+            return None
+        path, (step, wall, raw, size) = found
+        return {"step": int(step), "wall_time": float(wall), "data": raw, "size": int(size),
+                "file": fs.relpath(path, self.logdir)}
 
     def stats(self, run):
         with self._lock:

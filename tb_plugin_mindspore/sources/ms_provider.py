@@ -22,6 +22,7 @@ from tensorboard.data import provider
 
 from .. import metadata
 from .ms_logdir import MsLogdir
+from .ms_roots import MsRoots
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,15 @@ def _thin(points, limit):
 class MsDataProvider(provider.DataProvider):
     """Read-only data provider over the ``*_MS`` files under ``logdir``."""
 
-    def __init__(self, logdir, reload_interval=5.0):
-        self.ms = MsLogdir(logdir)
+    def __init__(self, logdir, reload_interval=5.0, ms=None, logs=None):
+        self.ms = ms if ms is not None else MsLogdir(logdir)
+        # mindformers' training logs (log_source.LogSource): more runs of scalars, read in their own thread
+        self.logs = logs
+        if logs is not None:
+            if reload_interval is not None and reload_interval > 0:
+                logs.start(interval=reload_interval)
+            else:
+                logs.reload()
         self._reload_interval = reload_interval
         if reload_interval is not None and reload_interval > 0:
             self.ms.start(interval=reload_interval)
@@ -63,10 +71,15 @@ class MsDataProvider(provider.DataProvider):
 
     def close(self):
         self.ms.stop()
+        if self.logs is not None:
+            self.logs.stop()
+
+    def _log_runs(self):
+        return self.logs.runs() if self.logs is not None else []
 
     def warnings(self, limit=100):
         """Skipped records and unreadable files: ``[{"run", "file", "offset", "reason"}]`` (at most ``limit``)."""
-        out = []
+        out = list(self.logs.warnings())[:limit] if self.logs is not None else []
         for run in self.ms.runs():
             for w in self.ms.warnings(run):
                 if len(out) >= limit:
@@ -87,20 +100,35 @@ class MsDataProvider(provider.DataProvider):
                 kinds.add(HISTOGRAMS)
             if tags.get("landscapes"):
                 kinds.add(metadata.PLUGIN_NAME)
+        if self._log_runs():
+            kinds.add(SCALARS)
         return sorted(kinds)
 
     def list_runs(self, ctx=None, *, experiment_id):
-        return [provider.Run(run_id=r, run_name=r, start_time=None) for r in self.ms.runs()]
+        names = sorted(set(self.ms.runs()) | set(self._log_runs()))
+        return [provider.Run(run_id=r, run_name=r, start_time=None) for r in names]
+
+    def _scalar_runs(self, tags=None):
+        """``[(run, {tag: [(step, wall, value)]})]`` of the ``*_MS`` runs, then the logs' series (the ``*_MS``
+        series win for a tag in both)."""
+        out = {}
+        for run in self.ms.runs():
+            out[run] = self.ms.scalars(run, tags=tags)
+        for run in self._log_runs():
+            mine = out.setdefault(run, {})
+            for tag, points in self.logs.scalars(run, tags=None if tags is None else set(tags)).items():
+                mine.setdefault(tag, points)
+        return out.items()
 
     # -- scalars -------------------------------------------------------------------------------------------------
     def list_scalars(self, ctx=None, *, experiment_id, plugin_name, run_tag_filter=None):
         if plugin_name != SCALARS:
             return {}
         out = {}
-        for run in self.ms.runs():
+        for run, series in self._scalar_runs():
             if not _wanted(run_tag_filter, run):
                 continue
-            for tag, points in self.ms.scalars(run).items():
+            for tag, points in series.items():
                 if not points or not _wanted(run_tag_filter, run, tag):
                     continue
                 last = points[-1]
@@ -115,11 +143,11 @@ class MsDataProvider(provider.DataProvider):
         if plugin_name != SCALARS:
             return {}
         out = {}
-        for run in self.ms.runs():
+        tags = None if run_tag_filter is None or run_tag_filter.tags is None else sorted(run_tag_filter.tags)
+        for run, series in self._scalar_runs(tags):
             if not _wanted(run_tag_filter, run):
                 continue
-            tags = None if run_tag_filter is None or run_tag_filter.tags is None else sorted(run_tag_filter.tags)
-            for tag, points in self.ms.scalars(run, tags=tags).items():
+            for tag, points in series.items():
                 if not _wanted(run_tag_filter, run, tag):
                     continue
                 out.setdefault(run, {})[tag] = [
@@ -297,10 +325,16 @@ def ms_logdir_of(data_provider):
     return getattr(extra, "ms", None) if isinstance(extra, MsDataProvider) else None
 
 
-def with_ms_files(data_provider, logdir, reload_interval=5.0):
+def with_ms_files(data_provider, logdir, reload_interval=5.0, roots=None, logs=None):
     """``data_provider`` merged with the ``*_MS`` files under ``logdir`` (a local folder, or a URL such as
-    ``s3://bucket/prefix`` read through ``reading/fs.py``)."""
+    ``s3://bucket/prefix`` read through ``io/fs.py``), or under every entry of ``roots`` (a
+    ``logdir_spec.Roots``: ``--logdir_spec``, runs named as TensorBoard names them)."""
+    if roots is not None and roots.is_spec:
+        if not roots:
+            return data_provider, None
+        ms = MsDataProvider("", reload_interval=reload_interval, ms=MsRoots(roots), logs=logs)
+        return MergedProvider(data_provider, ms), ms
     if not logdir:
         return data_provider, None
-    ms = MsDataProvider(logdir, reload_interval=reload_interval)
+    ms = MsDataProvider(logdir, reload_interval=reload_interval, logs=logs)
     return MergedProvider(data_provider, ms), ms

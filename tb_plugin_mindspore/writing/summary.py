@@ -80,6 +80,30 @@ def histogram_buckets(tag, buckets):
     return summary_pb2.Summary.Value(tag=tag, metadata=md, tensor=_tensor_proto(array))
 
 
+def histogram_proto(tag, buckets, stats=None):
+    """An already bucketed histogram, ``[[left, right, count], ...]`` in ascending order, as a classic
+    ``HistogramProto`` (``histo``), the format ``EventAccumulator.Histograms()``, ``tbparse`` and both of
+    TensorBoard's loaders read. ``stats``: the exact ``min`` / ``max`` / ``sum`` where known (MindSpore
+    records them); otherwise taken from the buckets. Each bucket's right edge is its limit, the first left edge the
+    minimum, as TensorBoard reads it back."""
+    array = np.asarray(buckets, dtype=np.float64).reshape(-1, 3)
+    stats = stats or {}
+    histo = summary_pb2.HistogramProto()
+    if array.shape[0]:
+        lo = stats.get("min", array[0, 0])
+        hi = stats.get("max", array[-1, 1])
+        histo.min = float(lo) if np.isfinite(lo) else float(array[0, 0])
+        histo.max = float(hi) if np.isfinite(hi) else float(array[-1, 1])
+        histo.num = float(array[:, 2].sum())
+        total = stats.get("sum")
+        centres = (array[:, 0] + array[:, 1]) / 2.0
+        histo.sum = float(total) if total is not None and np.isfinite(total) else float(np.dot(centres, array[:, 2]))
+        histo.sum_squares = float(np.dot(centres * centres, array[:, 2]))
+        histo.bucket_limit.extend(array[:, 1].tolist())
+        histo.bucket.extend(array[:, 2].tolist())
+    return summary_pb2.Summary.Value(tag=tag, histo=histo)
+
+
 def landscape(tag, landscape_dict):
     """A loss landscape as one JSON string tensor of our plugin (``contract.landscape``).
 

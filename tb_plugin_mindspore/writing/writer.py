@@ -180,6 +180,12 @@ class SummaryWriter:
         """Hyperparameters in TensorBoard's HParams format (the HParams tab shows the run)."""
         self._submit(step, None, summary.hparams_values, (dict(hparams), start_time), sticky=True)
 
+    def graph(self, graph_def, step=0, wall_time=None):
+        """The model graph: a TensorBoard ``GraphDef`` (or its bytes) as the run's graph, which TensorBoard's Graphs
+        tab and the MindSpore tab's graph view draw; kept in the folder even when old parts are removed."""
+        data = graph_def if isinstance(graph_def, (bytes, bytearray)) else graph_def.SerializeToString()
+        self._submit(step, wall_time, _graph_event, (bytes(data),), sticky=True)
+
     def value(self, value_proto, step, wall_time=None, sticky=False):
         """Writes an already built ``Summary.Value`` (for kinds with their own builders)."""
         self._submit(step, wall_time, lambda v: v, (value_proto,), sticky=sticky)
@@ -250,6 +256,13 @@ class SummaryWriter:
         if value is None:
             return
         self._check_file()
+        if isinstance(value, event_pb2.Event):   # a whole event (the model graph)
+            value.wall_time, value.step = wall_time, step
+            data = records.frame(value.SerializeToString())
+            if sticky:
+                self._sticky.append([data, self.path])
+            self._write_bytes(data)
+            return
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         if not sticky:
             # TensorBoard reads a tag's metadata from its first event only: repeating it (e.g. 200 layer names on
@@ -561,6 +574,10 @@ def _files_bytes(paths):
         except OSError:
             pass
     return total
+
+
+def _graph_event(data):
+    return event_pb2.Event(graph_def=data)
 
 
 def _writers():

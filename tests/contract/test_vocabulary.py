@@ -1,7 +1,7 @@
 """One table of tag vocabularies read by tiering, the health rules and the dashboard's families."""
 
 from tb_plugin_mindspore import metadata
-from tb_plugin_mindspore.contract import vocabulary
+from tb_plugin_mindspore.contract import mindformers, vocabulary
 from tb_plugin_mindspore.health import series
 from tb_plugin_mindspore.answers import layers
 
@@ -20,9 +20,12 @@ def test_foreign_tags_of_core_quantities_land_in_core():
                 assert vocabulary.tier_of(tag) == metadata.CORE, (quantity, source, tag)
 
 
-def test_mindformers_families_are_debug_tier_and_feed_the_health_rules():
+def test_mindformers_families_are_in_their_tier_and_feed_the_health_rules():
+    # gradient and optimizer-state norms are debug; weight stable rank and top eigenvalue describe the weights
+    tiers = {prefix: tier for prefix, (tier, _) in mindformers.FAMILIES.items()}
+    assert tiers["local_norm/"] == metadata.DEBUG and tiers["weight_stable_rank/"] == metadata.DIAGNOSTIC
     for prefix in vocabulary.FAMILY_PREFIXES:
-        assert vocabulary.tier_of(prefix + "model.layers.0.w1") == metadata.DEBUG
+        assert vocabulary.tier_of(prefix + "model.layers.0.w1") == tiers.get(prefix, metadata.DEBUG), prefix
         assert layers.family_of(prefix + "w") == prefix + "*"
     mf = vocabulary.LAYER_QUANTITIES["layer_grad_norm"][1][vocabulary.MINDFORMERS]
     assert set(mf) <= set(vocabulary.FAMILY_PREFIXES)

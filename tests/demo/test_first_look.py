@@ -62,6 +62,16 @@ def test_demo_records_every_kind_of_run_and_check_names_the_problem(demo_run):
                for f in findings[problem]), findings[problem]
 
 
+def test_ctrl_c_stops_the_demos_tensorboard_quietly(demo_run):
+    """The demo ends by serving TensorBoard; Ctrl-C stops it with exit status 0 (checked by ``demo_run``) and no
+    "caught SIGTERM" exit: MindSpore's runtime turns Ctrl-C into SIGTERM after training, and the demo gives Ctrl-C
+    back to Python before it serves."""
+    _, lines = demo_run
+    out = "\n".join(lines)
+    assert "SIGTERM" not in out and "Traceback" not in out
+    assert any(l.startswith("Open http://localhost:") and l.endswith("#mindspore (Ctrl-C to stop)") for l in lines)
+
+
 @pytest.fixture(scope="module")
 def tab(demo_run, browser):
     """The inventory of the tab over the demo's logdir (a real tensorboard, every view scrolled into sight)."""

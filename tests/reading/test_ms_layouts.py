@@ -127,9 +127,9 @@ def test_convert_keeps_every_kind_and_tensorboard_loads_every_run(tmp_path, ms_l
     acc.Reload()
     tags = acc.Tags()
     assert tags["scalars"] == ["y"] and tags["images"] == ["x[:Image]"]
-    assert set(tags["tensors"]) == {"x", "y[:Histogram]"}
+    assert set(tags["tensors"]) == {"x"} and tags["histograms"] == ["y[:Histogram]"]   # classic histograms
     plugins = {tag: acc.SummaryMetadata(tag).plugin_data.plugin_name for tag in tags["tensors"]}
-    assert plugins == {"x": metadata.PLUGIN_NAME, "y[:Histogram]": "histograms"}
+    assert plugins == {"x": metadata.PLUGIN_NAME}
     # Re-run and resume: what TensorBoard reads back is what the tab shows.
     reader = loaded(ms_layouts.root)
     for run in ("rerun", "resume"):
@@ -137,7 +137,7 @@ def test_convert_keeps_every_kind_and_tensorboard_loads_every_run(tmp_path, ms_l
         acc.Reload()
         for tag, points in reader.scalars(run).items():
             assert [(e.step, e.value) for e in acc.Scalars(tag)] == [(s, pytest.approx(v)) for s, _, v in points]
-        assert [e.step for e in acc.Tensors("w")] == [s for s, _, _ in reader.histograms(run)["w"]]
+        assert [e.step for e in acc.Histograms("w")] == [s for s, _, _ in reader.histograms(run)["w"]]
 
 
 def test_convert_converts_an_earlier_file_again_when_a_later_one_supersedes_it(tmp_path, ms_layouts):

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 import server_load  # noqa: E402
 
 SHORT = ["--big-steps", "2000", "--big-tags", "10", "--small-runs", "10", "--clients", "10", "--seconds", "4",
-         "--reps", "3", "--settle", "1", "--reload-interval", "1"]
+         "--reps", "3", "--settle", "1", "--reload-interval", "1", "--route-cpu", "2"]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,9 @@ def test_mixed_routes_under_load(data, load_fast):
     assert r["batch_big_total_points"] == args.big_steps
     assert r["p99_ms"] < 5000, r["routes"]
     assert r["rss_after_mb"] < 1.5 * r["rss_before_mb"], r
+    # every route of the mix asked alone, its server CPU per request counted (from /proc: 10 ms ticks)
+    assert set(r["route_cpu"]) == set(r["routes"]) and all(v["cpu_ms"] >= 0 for v in r["route_cpu"].values())
+    assert r["load_cpu_s"] > 0
 
 
 def test_bench_arguments_are_checked():

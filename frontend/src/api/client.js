@@ -140,6 +140,10 @@ export function normalizeTags(body) {
         // kind "layers": number of layers and where they come from ("vector" or "family")
         layers: Number.isFinite(t.layers) ? t.layers : null,
         source: t.source ? String(t.source) : null,
+        // mindformers: the tag's "<tag> vs samples" twin (a samples x axis), the loss it is a part of, per-rank values
+        samples_tag: t.samples_tag ? String(t.samples_tag) : null,
+        part_of: t.part_of ? String(t.part_of) : null,
+        per_rank: Boolean(t.per_rank),
         // another library's tag of one of our quantities (train/loss): our tag, whose chart draws it
         same_as: t.same_as ? String(t.same_as) : null,
       }));

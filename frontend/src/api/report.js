@@ -4,7 +4,8 @@
 // data: {routes: {runs, status, tags, contract, health, run_info, landscapes, media, clusters},
 //        scalars / layers / histograms / tensors / images: {run: {tag: answer}}, landscape: {run: {tag: {last | step:
 //        answer}}}, image_bytes: {run: {tag: {step: data URL}}}, cluster: {run: {metric: answer}},
-//        cluster_ranks: {run: {metric: {rank: answer}}}}
+//        cluster_ranks: {run: {metric: {rank: answer}}},
+//        table: {run: {tag: answer}}, graph: {run: {graph: answer}}, markers / samples: {run: answer}}
 
 const own = (obj, key) => obj !== null && typeof obj === "object" && Object.prototype.hasOwnProperty.call(obj, key);
 const pick = (obj, ...keys) => keys.reduce((o, k) => (own(o, k) ? o[k] : undefined), obj);
@@ -54,6 +55,15 @@ export function answer(data, url) {
     }
     const body = pick(data, "cluster", run, metric);
     return body ? { status: 200, body } : notFound(`${metric} of cluster ${run}`);
+  }
+  if (route === "table") {
+    const body = pick(data, "table", run, tag);
+    if (body && params.has("step") && Number(params.get("step")) !== body.step) return notFound(`${tag} of run ${run} at step ${params.get("step")}`);
+    return body ? { status: 200, body } : notFound(`${tag} of run ${run}`);
+  }
+  if (route === "graph" || route === "markers" || route === "samples") {
+    const body = route === "graph" ? pick(data, "graph", run, "graph") : pick(data, route, run);
+    return body ? { status: 200, body } : notFound(`the ${route} of run ${run}`);
   }
   if (route === "landscape") {
     const body = pick(data, "landscape", run, tag, params.has("step") ? params.get("step") : "last");

@@ -103,6 +103,11 @@ export class SeriesStore {
     this.groups = next;
   }
 
+  /** Whether `id` names a run group (its series is its runs' aggregate, not a run of the server). */
+  isGroup(id) {
+    return this.groups.has(id);
+  }
+
   forgetGroup(id) {
     for (const key of [...this.cache.keys()]) if (JSON.parse(key)[0] === id) this.cache.delete(key);
   }

@@ -3,7 +3,7 @@
 
 const KEY = "tb-plugin-mindspore.settings.v1";
 
-export const X_AXES = ["step", "relative", "wall"];
+export const X_AXES = ["step", "relative", "wall", "samples"];
 
 export const DEFAULTS = Object.freeze({
   xAxis: "step",

@@ -25,7 +25,7 @@ const BANDS = [
 export function prepareBands(data, xAxis = "step") {
   const rows = (data.rows || []).filter((r) => Number.isFinite(r[0]));
   const wall0 = rows.length ? rows[0][1] : 0;
-  const xOf = (r) => (xAxis === "step" ? r[0] : xAxis === "relative" ? r[1] - wall0 : r[1]);
+  const xOf = (r) => (xAxis === "step" || xAxis === "samples" ? r[0] : xAxis === "relative" ? r[1] - wall0 : r[1]);
   const sorted = rows.map((r) => ({ x: xOf(r), r })).filter((e) => Number.isFinite(e.x)).sort((a, b) => a.x - b.x);
   const xs = [];
   const qs = Array.from({ length: 9 }, () => []);

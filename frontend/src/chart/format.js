@@ -52,4 +52,4 @@ export function formatWallTime(seconds) {
   );
 }
 
-export const X_AXIS_LABELS = { step: "Step", relative: "Relative time", wall: "Wall time" };
+export const X_AXIS_LABELS = { step: "Step", relative: "Relative time", wall: "Wall time", samples: "Samples" };

@@ -34,7 +34,7 @@ export const SMOOTH_MIN_POINTS = 100;
 export function smoothedIsBold(prep, smoothing) {
   return smoothing > 0 && prep.finiteCount >= SMOOTH_MIN_POINTS;
 }
-export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time" };
+export const X_UNITS = { step: "step", relative: "time since the first point", wall: "wall time", samples: "samples seen" };
 const NONFINITE_COLOR = "#d93025";
 const RESTART_COLOR = "rgba(95, 99, 104, 0.9)";
 const HIGHLIGHT_FILL = "rgba(249, 171, 0, 0.22)";
@@ -97,6 +97,7 @@ export class LineChart {
       ref: r.reference && r.reference.points && r.reference.points.length ? prepareSeries(r.reference, { ...opts, smoothing: 0 }) : null,
       refLabel: r.referenceLabel || "reference",
       restarts: Array.isArray(r.data.restarts) ? r.data.restarts : [],
+      markers: Array.isArray(r.data.markers) ? r.data.markers : [],
       parts: opts.showSuperseded && Array.isArray(r.data.superseded) ? r.data.superseded.filter((p) => p.points && p.points.length) : [],
     }));
     // Superseded segments: raw, on the same time origin as the run's own line.
@@ -192,7 +193,7 @@ export class LineChart {
       }
     }
     const xValues =
-      opts.xAxis === "step"
+      opts.xAxis === "step" || opts.xAxis === "samples"
         ? (u, splits) => splits.map((v) => (v === null ? "" : formatStep(v)))
         : opts.xAxis === "relative"
           ? (u, splits) => splits.map((v) => (v === null ? "" : formatDuration(v)))
@@ -259,7 +260,7 @@ export class LineChart {
             }
           },
         ],
-        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawHighlight(u)],
+        draw: [(u) => this.drawNonFinite(u), (u) => this.drawRestarts(u), (u) => this.drawMarkers(u), (u) => this.drawHighlight(u)],
       },
     };
     this.plot = new uPlot(options, data, this.canvasHost);
@@ -324,6 +325,44 @@ export class LineChart {
     }
     ctx.restore();
     this.host.dataset.restartMarks = seen.join(",");
+  }
+
+  /** Steps other writers marked (markers route): mindformers' abnormal global norm, a red line; its checkpoints,
+   * a triangle on the step axis (green: healthy, orange: unhealthy, grey: health unknown). */
+  drawMarkers(u) {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const seen = [];
+    const size = 5 * devicePixelRatio;
+    ctx.save();
+    for (const e of this.entries) {
+      for (const m of e.markers) {
+        const x = this.stepToX(m.step, e.run);
+        if (x === null) continue;
+        const px = u.valToPos(x, "x", true);
+        if (!(px >= left && px <= left + width)) continue;
+        if (m.kind === "abnormal_global_norm") {
+          ctx.strokeStyle = "#d93025";
+          ctx.lineWidth = 2 * devicePixelRatio;
+          ctx.setLineDash([]);
+          ctx.beginPath();
+          ctx.moveTo(Math.round(px) + 0.5, top);
+          ctx.lineTo(Math.round(px) + 0.5, top + height);
+          ctx.stroke();
+        } else {
+          ctx.fillStyle = m.healthy === true ? "#188038" : m.healthy === false ? "#e37400" : "#9e9e9e";
+          ctx.beginPath();
+          ctx.moveTo(px, top + height - size * 1.6);
+          ctx.lineTo(px - size, top + height);
+          ctx.lineTo(px + size, top + height);
+          ctx.closePath();
+          ctx.fill();
+        }
+        seen.push(`${e.run}@${m.step}:${m.kind}${m.kind === "checkpoint" ? (m.healthy === true ? "+" : m.healthy === false ? "-" : "?") : ""}`);
+      }
+    }
+    ctx.restore();
+    this.host.dataset.markers = seen.join(",");
   }
 
   /** Shades the steps [first, last] (of one run's x mapping when the axis is not the step), or clears with null. */

@@ -16,7 +16,10 @@ export function prepareSeries(data, opts, wallStart = null) {
   const xAxis = opts.xAxis || "step";
   // wallStart: the time origin of a relative axis when this is a part of another series (a superseded segment).
   const wall0 = wallStart !== null ? wallStart : points.length ? firstFinite(points.map((p) => p[1])) : 0;
-  const xOf = (step, wall) => (xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : wall);
+  // samples: mindformers' samples seen at a step (data.samplesOf, from the run's "<tag> vs samples" twin).
+  const samplesOf = typeof data.samplesOf === "function" ? data.samplesOf : () => NaN;
+  const xOf = (step, wall) =>
+    xAxis === "step" ? step : xAxis === "relative" ? wall - wall0 : xAxis === "samples" ? samplesOf(step) : wall;
 
   const rows = points.map((p) => ({ x: xOf(p[0], p[1]), step: p[0], wall: p[1], value: p[2] }));
   rows.sort((a, b) => a.x - b.x || a.step - b.step);

@@ -21,12 +21,19 @@ import { WarningsBanner } from "./warningsBanner.js";
 const REFRESH_MS = 30000;
 const EMPTY_REFRESH_MS = 5000;
 const CHARTS_WAIT_MS = 3000; // health and status wait at most this long for the charts' first series
+// Above this many tag entries in the listing (mindformers: hundreds of per-parameter tags per rank, thousands of
+// add_scalars folders behind them), health and status also wait for the charts' first series: their answers then
+// take seconds of the server's time, which the charts would otherwise share.
+const DEFER_HEALTH_TAGS = 2000;
 const DEFER_HEALTH_RUNS = 200; // above this many runs, health and status wait for the charts' first series
 
 export class Dashboard {
   constructor(root) {
     this.root = root;
     this.settings = loadSettings();
+    // Resolves once the charts of the first listing have their series (or at once when there are none): the
+    // sections below the tiers (landscapes, run information, media, graph, ...) make their first requests then.
+    this.firstChartsShown = new Promise((resolve) => (this.resolveFirstCharts = resolve));
     this.colors = new RunColors();
     this.store = new SeriesStore();
     this.runs = [];
@@ -192,8 +199,10 @@ export class Dashboard {
         (st) => {
           this.status = st;
           this.warningsBanner.update(st.warnings);
-          this.logdirEl.textContent = st.logdir ? st.logdir : "(no logdir)";
-          this.logdirEl.title = st.logdir ? "Log directory: " + st.logdir : "";
+          // What TensorBoard was started with (--logdir DIR or --logdir_spec name:DIR,...).
+          const started = typeof st.started_with === "string" && st.started_with ? st.started_with : "";
+          this.logdirEl.textContent = st.logdir ? (started.startsWith("--logdir_spec") ? started : st.logdir) : "(no logdir)";
+          this.logdirEl.title = started ? "TensorBoard was started with " + started : "";
           this.app.dataset.statusState = "ready";
           return st;
         },
@@ -222,6 +231,7 @@ export class Dashboard {
         this.showBanner(`Could not refresh: ${error}`);
       }
       health();
+      this.resolveFirstCharts();
       return;
     }
     this.showBanner("");
@@ -230,7 +240,8 @@ export class Dashboard {
     const runs = runsR.value.filter((r) => r in tags.runs).concat(Object.keys(tags.runs).filter((r) => !runsR.value.includes(r)));
     this.tiers = tags.tiers;
     this.updateTagIndex(tags);
-    const defer = runs.length > DEFER_HEALTH_RUNS && this.index.size > 0;
+    const entries = Object.values(tags.runs).reduce((n, byTier) => n + tags.tiers.reduce((m, t) => m + (byTier[t] || []).length, 0), 0);
+    const defer = (runs.length > DEFER_HEALTH_RUNS || entries > DEFER_HEALTH_TAGS) && this.index.size > 0;
     if (!defer && this.index.size > 0) {
       health();
       status();
@@ -249,6 +260,7 @@ export class Dashboard {
             };
       this.showEmpty(why, null);
       this.setRuns(runs);
+      this.resolveFirstCharts();
       return;
     }
     this.emptyHost.hidden = true;
@@ -260,7 +272,15 @@ export class Dashboard {
     this.reconcileCards();
     this.updatedEl.textContent = "Updated " + new Date().toLocaleTimeString();
     this.redrawAll({ refresh: !isFirst });
-    if (defer) this.chartsLoaded().then(() => (health(), status()));
+    if (defer || isFirst) {
+      this.chartsLoaded().then(() => {
+        this.resolveFirstCharts();
+        if (defer) {
+          health();
+          status();
+        }
+      });
+    }
   }
 
   /** Resolves when the charts on screen have had their series (the views seen by the observer ask for them a

@@ -53,7 +53,17 @@ export function renderEmptyState(status, error) {
     el("h2", { class: "ms-empty-title", "data-testid": "empty-title", text: title }),
     el("p", { class: "ms-empty-message", "data-testid": "empty-message", text: message }),
   );
-  if (status && typeof status.logdir === "string") {
+  const spec = status && typeof status.started_with === "string" && status.started_with.startsWith("--logdir_spec");
+  if (spec) {
+    box.append(
+      el(
+        "p",
+        { class: "ms-empty-logdir" },
+        el("span", { class: "ms-muted", text: "TensorBoard was started with: " }),
+        el("code", { "data-testid": "empty-logdir", text: status.started_with }),
+      ),
+    );
+  } else if (status && typeof status.logdir === "string") {
     box.append(
       el(
         "p",

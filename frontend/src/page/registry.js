@@ -14,11 +14,13 @@ import { comparePanels, compareTags } from "../base/contract.js";
 import { ChartCard } from "../views/sections/scalars/chartCard.js";
 import { HistogramCard } from "../views/sections/distributions/histogramCard.js";
 import { LayerPanel } from "../views/sections/layers/layerPanel.js";
+import { TablePanel } from "../views/sections/layers/tablePanel.js";
 
 const byName = () => (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
 export const VIEW_KINDS = [
   { kind: "layers", slot: "panels", order: (contract) => (a, b) => comparePanels(contract, a, b), create: (o) => new LayerPanel(o) },
+  { kind: "table", slot: "panels", order: byName, create: (o) => new TablePanel(o) },
   { kind: "scalar", slot: "grid", order: (contract) => (a, b) => compareTags(contract, a, b), create: (o) => new ChartCard(o) },
   { kind: "histogram", slot: "grid", order: byName, create: (o) => new HistogramCard(o) },
 ];
@@ -26,7 +28,7 @@ export const VIEW_KINDS = [
 /** The view kind of an entry of the tags listing; null for the members of a per-parameter family (local_norm/<p>),
  * which are rows of the family's heatmap instead. */
 export function viewKindOf(entry) {
-  if (entry.kind === "layers" || entry.kind === "histogram") return entry.kind;
+  if (entry.kind === "layers" || entry.kind === "histogram" || entry.kind === "table") return entry.kind;
   if (!entry.kind || entry.kind === "scalar") return entry.family ? null : "scalar";
   return null;
 }

@@ -30,6 +30,7 @@ from . import layers, evaluation, throughput, run_state, monitoring  # noqa: F40
 from . import sharpness, precursors  # noqa: F401,I100
 from . import cluster  # noqa: F401,I100
 from . import live  # noqa: F401,I100
+from . import mindformers  # noqa: F401,I100
 
 RULES_BY_ID = {r.id: r for r in RULES}
 

@@ -318,6 +318,8 @@ const METRIC_LABELS = {
   loss: "Local loss",
   host_memory_mb: "Host memory (RSS)",
   device_memory_mb: "Device memory",
+  local_grad_norm: "Device-local gradient norm",
+  local_loss: "Device-local loss",
 };
 
 /** Mounts the Cluster section into the dashboard (hidden until the logdir holds a cluster). */
@@ -326,7 +328,9 @@ export function mountCluster(dashboard) {
   const section = new ClusterSection();
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) dashboard.events.on("refresh", () => section.refresh());
   return section;
 }

@@ -384,7 +384,9 @@ export function mountLandscapes(dashboard) {
   const section = new LandscapeSection();
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) {
     dashboard.events.on("refresh", () => section.refresh());
     dashboard.events.on("theme", () => section.redraw());

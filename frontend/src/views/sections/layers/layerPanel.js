@@ -129,7 +129,8 @@ export class LayerPanel {
   setRuns(runs, chartOpts, { refresh = false } = {}) {
     const key = JSON.stringify(runs.map((r) => [r.run, r.color]));
     const optsChanged = chartOpts && JSON.stringify(chartOpts) !== JSON.stringify(this.chartOpts);
-    if (chartOpts) this.chartOpts = chartOpts;
+    // A layer's line chart is drawn on steps when the dashboard shows samples (a layer has no samples twin).
+    if (chartOpts) this.chartOpts = chartOpts.xAxis === "samples" ? { ...chartOpts, xAxis: "step" } : chartOpts;
     if (key === this.runsKey && !refresh) {
       // Only the chart options changed: the heatmap stays, the open line chart follows them.
       if (optsChanged && this.detail && this.active) this.openDetail(this.detail.row, { keep: true });

@@ -314,7 +314,9 @@ export function mountMedia(dashboard) {
   const section = new MediaSection();
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) dashboard.events.on("refresh", () => section.refresh());
   return section;
 }

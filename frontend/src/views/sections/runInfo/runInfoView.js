@@ -198,7 +198,9 @@ export function mountRunInfo(dashboard) {
   const section = new RunInfoSection(selector ? () => selector.visibleRuns() : null, selector ? () => selector.runs || [] : null);
   const host = (dashboard && dashboard.main) || document.body;
   host.appendChild(section.element);
-  section.refresh();
+  // first read once the charts on screen have their series (the dashboard's first listing)
+  if (dashboard && dashboard.firstChartsShown) dashboard.firstChartsShown.then(() => section.refresh());
+  else section.refresh();
   if (dashboard) {
     dashboard.events.on("visible-runs", () => section.render());
     dashboard.events.on("refresh", () => section.refresh());

@@ -3,6 +3,8 @@
 // only asks for it when it is first scrolled into view.
 
 import { LineChart, SMOOTH_MIN_POINTS } from "../../../chart/lineChart.js";
+import { markersFor, markersIfKnown } from "../../../api/markers.js";
+import { samplesOfRun } from "../../../api/samples.js";
 import { LOG_SPREAD, runSpread } from "../../../chart/series.js";
 import { downloadName, saveText, seriesToCsv, seriesToJson } from "../../../chart/download.js";
 import { fetchScalars, pointsForWidth } from "../../../api/client.js";
@@ -142,6 +144,19 @@ export class ChartCard {
 
   /** The run's data plus its reference series when the contract names one and the run has it. */
   async withReference(r, data, refresh) {
+    // Steps other writers marked: drawn with the series when known, else added once they come (never waited for).
+    // A run group is no run of the server: it has neither markers nor a samples axis of its own.
+    const group = this.store.isGroup(r.run);
+    const markers = group ? [] : markersIfKnown(r.run, this.tag);
+    if (markers === null) {
+      markersFor(r.run, this.tag).then((m) => {
+        if (m.length && this.active) this.update(this.lastRuns, this.lastOpts);
+      });
+    } else if (markers.length) data = { ...data, markers };
+    if (this.lastOpts && this.lastOpts.xAxis === "samples" && !group) {
+      const samplesOf = await samplesOfRun(r.run);
+      data = { ...data, samplesOf };
+    }
     if (!this.reference) return { ...r, data };
     const reference = await this.store.get(r.run, this.reference.tag, { refresh }).catch(() => null);
     return { ...r, data, reference, referenceLabel: this.reference.label };
@@ -211,6 +226,17 @@ export class ChartCard {
 
   renderNotes(runs, drawn) {
     clear(this.notes);
+    const noSamples = this.lastOpts && this.lastOpts.xAxis === "samples" ? runs.filter((r) => !r.data.samplesOf) : [];
+    if (noSamples.length) {
+      this.notes.append(
+        el("span", {
+          class: "ms-note",
+          "data-testid": "no-samples-note",
+          title: "The samples axis comes from mindformers' '<tag> vs samples' series (samples seen at each step).",
+          text: `no sample counts for ${noSamples.map((r) => r.run).join(", ")}: not drawn on the samples axis`,
+        }),
+      );
+    }
     if (this.pointsOnly) {
       this.notes.append(
         el("span", {
