@@ -12,7 +12,7 @@ import { VIEW_KINDS, viewKindOf } from "../src/page/registry.js";
 const contract = JSON.parse(readFileSync(new URL("./fixtures/contract.json", import.meta.url), "utf8"));
 
 test("partial tiers name the TrainMonitor option that records what is missing", () => {
-  assert.equal(partialHint(contract, "debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms. Add them with TrainMonitor(debug=["layer_grad_norm", "activations"]).');
+  assert.equal(partialHint(contract, "debug", ["debug/update_ratio", "debug/data_wait_ms"]), 'Not recorded in these runs: per-layer gradient norm, activation histograms, largest attention logit. Add them with TrainMonitor(debug=["layer_grad_norm", "activations", "attention_logits"]).');
   assert.equal(partialHint(contract, "debug", []), null);
   assert.equal(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm", "diagnostic/eval/accuracy"]), null);
   assert.match(partialHint(contract, "diagnostic", ["diagnostic/layer_weight_norm"]), /eval=Eval\(dataset/);
