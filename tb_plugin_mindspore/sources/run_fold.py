@@ -231,7 +231,7 @@ class _FoldSource:
             from tensorboard import context as tb_context
 
             ctx = tb_context.RequestContext()
-        names = [r.run_name for r in self._inner.list_runs(ctx, experiment_id=experiment_id)]
+        names = _run_names(self._inner, ctx, experiment_id)
         with self._lock:
             known = dict(self._tags)
             settled = set(self._settled)
@@ -452,3 +452,19 @@ def folded(data_provider, multiplexer=None, roots=None):
     names = [r.name for r in roots if r.name] if roots is not None and roots.is_spec else ()
     p = FoldedProvider(data_provider, multiplexer=multiplexer, root_names=names)
     return p, (FoldedMultiplexer(multiplexer, p) if multiplexer is not None else None)
+
+
+def _run_names(provider, ctx, experiment_id):
+    """The run names of ``provider``. TensorBoard's ``MultiplexerDataProvider.list_runs`` asks every run's first
+    event time, which waits forever on a run whose loader is blocked (a FIFO named like an event file): for it, the
+    multiplexer's run names are read instead."""
+    primary = getattr(provider, "primary", provider)
+    mux = getattr(primary, "_multiplexer", None)
+    if mux is None or not hasattr(mux, "Runs"):
+        return [r.run_name for r in provider.list_runs(ctx, experiment_id=experiment_id)]
+    names = list(mux.Runs())
+    extra = getattr(provider, "extra", None) if primary is not provider else None
+    if extra is not None:
+        seen = set(names)
+        names += [r.run_name for r in extra.list_runs(ctx, experiment_id=experiment_id) if r.run_name not in seen]
+    return names
