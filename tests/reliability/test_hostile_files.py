@@ -82,7 +82,7 @@ def test_nested_json_is_isolated_to_its_series(tmp_path, load_fast):
         # Everything else of each run is still there.
         assert app.plugin("/landscapes")["runs"]["good"][0]["grid"] == [3, 3]
         assert [e["step"] for e in app.plugin("/landscapes")["runs"]["nested_landscape"]] == [1]
-        assert app.plugin("/run_info", run="nested_info")["hparams"] == {"lr": 0.1}
+        assert app.plugin("/run_info", run="nested_info")["hparams"] == {"learning_rate": 0.1}   # lr is learning_rate (hparam_names)
         layer_tags = [e["tag"] for e in app.plugin("/tags", run="nested_content")["runs"]["nested_content"]["debug"]]
         assert "debug/fine" in layer_tags and "debug/deep" not in layer_tags
         warnings = _warnings(app)

@@ -95,6 +95,7 @@ def test_pyramid_grows_block_by_block_like_one_built_at_once():
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
 
 
+@pytest.mark.serial   # a wall-time bound: run alone (0.31 s beside other tests at load 7)
 def test_window_of_a_million_points_under_100_ms():
     """CPU time (the machine is shared: wall time measures the other jobs too), with a band of a million rows."""
     steps, values = _series(1_000_000, spikes=[500_000], nans=[10])
