@@ -15,6 +15,8 @@ import mindspore as ms
 from mindspore import nn, ops, Parameter, ParameterTuple, Tensor
 from mindspore.ops import composite as C
 
+from tb_plugin_mindspore.contract import layers as layers_contract
+
 from .train_cell import norm_plan, square_sums
 
 __all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
@@ -79,21 +81,8 @@ class LayerSelection:
     def select_indices(self, params, names=None):
         """Indices into ``params`` of the selected parameters, in network order."""
         names = [p.name for p in params] if names is None else list(names)
-        picked = []
-        for i, (p, name) in enumerate(zip(params, names)):
-            if self.include is None:
-                if len(p.shape) < 2:
-                    continue
-            elif not self.include.search(name):
-                continue
-            if self.exclude is not None and self.exclude.search(name):
-                continue
-            picked.append(i)
-        self.truncated_from = None
-        if len(picked) > self.max_layers:
-            self.truncated_from = len(picked)
-            keep = np.unique(np.round(np.linspace(0, len(picked) - 1, self.max_layers)).astype(int))
-            picked = [picked[i] for i in keep]
+        picked, self.truncated_from = layers_contract.select(names, [p.shape for p in params], self.include,
+                                                             self.exclude, self.max_layers)
         return picked
 
     def select_more(self, params):

@@ -9,7 +9,7 @@ does not offer them. Imports neither PyTorch nor MindSpore.
 import numbers
 import re
 
-import numpy as np
+from tb_plugin_mindspore.contract import layers as layers_contract
 
 __all__ = ["ModuleParams", "LayerPick", "DEFAULT_MAX_LAYERS"]
 
@@ -50,21 +50,8 @@ class LayerPick:
 
     def indices(self, names, shapes):
         """Indices of the selected parameters, in model order."""
-        picked = []
-        for i, (name, shape) in enumerate(zip(names, shapes)):
-            if self.include is None:
-                if len(shape) < 2:
-                    continue
-            elif not self.include.search(name):
-                continue
-            if self.exclude is not None and self.exclude.search(name):
-                continue
-            picked.append(i)
-        self.truncated_from = None
-        if len(picked) > self.max_layers:
-            self.truncated_from = len(picked)
-            keep = np.unique(np.round(np.linspace(0, len(picked) - 1, self.max_layers)).astype(int))
-            picked = [picked[i] for i in keep]
+        picked, self.truncated_from = layers_contract.select(names, shapes, self.include, self.exclude,
+                                                             self.max_layers)
         return picked
 
     def describe(self):

@@ -49,3 +49,24 @@ def decode(content, array):
     if values is None or not layer_names or values.size != len(layer_names):
         return None
     return values
+
+
+def select(names, shapes, include=None, exclude=None, max_layers=None):
+    """``(picked, truncated_from)``: the indices of the layers a per-layer series records, in model order: those
+    whose name ``include`` (a compiled regex) finds, or every parameter of two or more dimensions without it, less
+    those ``exclude`` finds; more than ``max_layers`` are thinned to that many evenly spaced (``truncated_from`` their
+    count, else None). MindSpore's cells and the torch-style adapter choose alike."""
+    picked = []
+    for i, (name, shape) in enumerate(zip(names, shapes)):
+        if include is None:
+            if len(shape) < 2:
+                continue
+        elif not include.search(name):
+            continue
+        if exclude is not None and exclude.search(name):
+            continue
+        picked.append(i)
+    if max_layers is None or len(picked) <= max_layers:
+        return picked, None
+    keep = np.unique(np.round(np.linspace(0, len(picked) - 1, max_layers)).astype(int))
+    return [picked[i] for i in keep], len(picked)
