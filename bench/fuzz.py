@@ -331,8 +331,6 @@ def fuzz_atheris(name, runs, max_seconds, rss_mb):
 
 
 def fuzz_hypothesis(name, runs, max_seconds, rss_mb):
-    import resource
-
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -359,8 +357,22 @@ def fuzz_hypothesis(name, runs, max_seconds, rss_mb):
     wall = time.time() - t0
     return {"target": name, "engine": "hypothesis", "executions": count["n"], "seconds": round(wall, 1),
             "exec_per_s": round(count["n"] / wall) if wall else None, "escapes": escaped,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "coverage_edges": None,
-            "detail": detail}
+            "peak_rss_mb": _peak_rss_mb(), "coverage_edges": None, "detail": detail}
+
+
+def _peak_rss_mb():
+    """This process's own peak resident memory. Not ``ru_maxrss``: Linux carries it over ``exec``, so a process
+    started by a large parent (a pytest worker of 1 GB) reports the parent's peak as its own."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def torn(samples):

@@ -60,14 +60,16 @@ def _hostile_files(root):
     return [os.path.relpath(str(p), str(root)) for p in (rank, event, ms)]
 
 
+# The child's own peak (VmHWM), not ru_maxrss: Linux carries ru_maxrss over exec, so a child of a 1 GB pytest
+# worker would report the worker's peak and both runs would measure the same number.
 _MEASURED_CHECK = """
-import resource, runpy, sys
+import runpy, sys
 sys.argv = ["tb-mindspore", "check", sys.argv[1], "--format", "json"]
 try:
     runpy.run_module("tb_plugin_mindspore.cli", run_name="__main__")
 except SystemExit as e:
     code = e.code
-print("MAXRSS_KB %d" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+print("MAXRSS_KB %s" % open("/proc/self/status").read().split("VmHWM:")[1].split()[0], file=sys.stderr)
 sys.exit(code)
 """
 
