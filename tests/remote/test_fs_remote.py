@@ -64,10 +64,10 @@ def _record(payload):
     return records.frame(payload)
 
 
-@pytest.mark.xfail(strict=False, reason="an extra warning at offset 0 for the bad file on S3 since the one record reader; under investigation")
 def test_header_scanner_and_status_on_s3(bucket):
     good = b"".join(_record(b"x" * 50) for _ in range(20))
-    bad = _record(b"y" * 10) + (1 << 60).to_bytes(8, "little") + records.masked_crc32c(
+    # b"x" * 10 decodes as an Event (unknown varint fields); b"y" would not (a fixed64 cut short) and be named too
+    bad = _record(b"x" * 10) + (1 << 60).to_bytes(8, "little") + records.masked_crc32c(
         (1 << 60).to_bytes(8, "little")).to_bytes(4, "little")
     bucket.put("logs/ok/events.out.tfevents.1.h", good)
     bucket.put("logs/bad/events.out.tfevents.2.h", bad)
@@ -75,7 +75,7 @@ def test_header_scanner_and_status_on_s3(bucket):
     status = logdir_status.LogdirStatus(bucket.url + "/logs")
     warnings = status.file_warnings()
     assert [(w["run"], w["file"], w["offset"]) for w in warnings] == [
-        ("bad", "bad/events.out.tfevents.2.h", len(_record(b"y" * 10)))]
+        ("bad", "bad/events.out.tfevents.2.h", len(_record(b"x" * 10)))]
     assert "cannot read past it" in warnings[0]["reason"]
     counts = status.describe(run_count=0, has_scalars=False)["counts"]
     assert counts["event_files"] == 2 and counts["ms_files"] == 1
@@ -83,7 +83,7 @@ def test_header_scanner_and_status_on_s3(bucket):
     scanner = event_headers.HeaderScanner(bucket.url + "/logs")
     path = bucket.url + "/logs/ok/events.out.tfevents.1.h"
     assert scanner.findings([path]) == []
-    more = b"".join(_record(b"z" * 70) for _ in range(5))
+    more = b"".join(_record(b"x" * 70) for _ in range(5))
     bucket.put("logs/ok/events.out.tfevents.1.h", good + more)
     fs.reset()
     before = fs.counters["bytes"]
