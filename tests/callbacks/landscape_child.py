@@ -72,7 +72,9 @@ def main():
             print("INTERRUPTED points=%d rows=%d" % (e.result.points_done, e.result.rows_done))
         same = all(np.array_equal(params[p.name], p.asnumpy()) for p in net.get_parameters())
         print("RESTORED" if same else "CHANGED")
-        print("SIGINT handler: %s" % (signal.getsignal(signal.SIGINT) is signal.default_int_handler))
+        handler = signal.getsignal(signal.SIGINT)
+        print("SIGINT handler: %s (%r; SIGTERM %r)" % (handler is signal.default_int_handler, handler,
+                                                       signal.getsignal(signal.SIGTERM)))
     np.savez(out, losses=np.array(losses), **params)
 
 
