@@ -82,10 +82,23 @@ class App:
         raise AssertionError("%s/%s never reached step %d (last: %r)" % (run, tag, step, last))
 
     def close(self):
+        """Stops everything the app started: the plugins' background readers, TensorBoard's reload thread (it ends
+        after its current pass once its interval reads 0, TensorBoard's "load once") and its data server (which
+        TensorBoard starts with --die-after-stdin and keeps no handle of, but its stdin). A test
+        process runs hundreds of these apps; left running, each reloaded its logdir every second until the end."""
+        for plugin in getattr(self.wsgi, "_plugins", ()):
+            if callable(getattr(plugin, "close", None)):
+                plugin.close()
         ingester = getattr(self._tb, "_ingester", None)
-        proc = getattr(ingester, "_data_server_process", None) or getattr(ingester, "_process", None)
-        if proc is not None:
-            proc.terminate()
+        if hasattr(ingester, "_reload_interval"):
+            ingester._path_to_run = {}
+            ingester._reload_interval = 0
+        stdin = getattr(ingester, "_stdin_handle", None)
+        if stdin is not None:       # the data server runs with --die-after-stdin: closing its stdin ends it
+            try:
+                stdin.close()
+            except OSError:
+                pass
 
 
 def tensorboard_bin():

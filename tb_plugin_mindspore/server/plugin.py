@@ -161,6 +161,13 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._reload_watch = _reload_watch(context, self._logdir, reload_interval)
         self._health = health_cache.HealthCache(self._sources, config=self._health_config)
 
+    def close(self):
+        """Stops the plugin's background readers and the reload watch (TensorBoard never calls it: it is for
+        programs that embed the plugin in a WSGI app and tear it down, as the tests do)."""
+        self._sources.close()
+        if self._reload_watch is not None:
+            self._reload_watch.stop()
+
     def get_plugin_apps(self):
         return {
             "/index.js": self._serve_index_js,

@@ -307,7 +307,9 @@ class EventSeries:
 
     # -- background ----------------------------------------------------------------------------------------------
     def start(self, interval=5.0):
-        """Reads the wanted runs in a daemon thread (again at once while data is pending). Twice: no-op."""
+        """Reads the wanted runs in a daemon thread (again at once while data is pending, else every ``interval``
+        seconds). ``interval`` <= 0 (TensorBoard's ``--reload_interval 0``: load once) reads a run when it is first
+        wanted and then only on requests (``sync``), never in a loop. Twice: no-op."""
         if self._thread is not None and self._thread.is_alive():
             return
         self._stopping.clear()
@@ -323,7 +325,7 @@ class EventSeries:
                     except Exception:  # an environment failure, not file contents: log, keep going
                         logger.exception("mindspore plugin: reading the event files of run %r failed", run)
                 if not pending:
-                    self._wake.wait(interval)
+                    self._wake.wait(interval if interval > 0 else None)
                     self._wake.clear()
 
         self._thread = threading.Thread(target=loop, name="tb-mindspore-event-series", daemon=True)

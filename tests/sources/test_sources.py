@@ -82,3 +82,22 @@ def test_the_token_follows_new_points_and_unknown_series_have_none(resumed):
     after = _door(resumed, with_events=False).token("run", LOSS)
     assert (before.step, after.step) == (30, 31) and before != after
     assert door.many("run", [LOSS, "core/nope"]).keys() == {LOSS}
+
+
+@pytest.mark.parametrize("interval", [0, -1])
+def test_load_once_reads_a_wanted_run_and_then_sleeps(resumed, interval):
+    """``--reload_interval 0`` (TensorBoard: load once) or negative: the event store's thread reads a run when it is
+    wanted and then waits; it once turned such an interval into a loop that never slept (a core spent for good)."""
+    events = event_series.EventSeries(str(resumed))
+    events.start(interval=interval)
+    try:
+        events.want("run")
+        deadline = time.time() + 30
+        while not events.caught_up("run") and time.time() < deadline:
+            time.sleep(0.05)
+        assert events.series("run", LOSS) is not None and events.caught_up("run")
+        start = time.process_time()   # this thread sleeps: what the process spends now is the store's thread
+        time.sleep(1.0)
+        assert time.process_time() - start < 0.2, "the store's thread kept working while nothing changed"
+    finally:
+        events.stop()
