@@ -132,12 +132,15 @@ class RouteCaller:
         data_provider = load_provider(logdir)   # the plugin's own record reader: every file read once
         flags = argparse.Namespace(reload_interval=0)   # the *_MS files are read here, not in a thread
         self.plugin = MindSporePlugin(base_plugin.TBContext(data_provider=data_provider, logdir=logdir, flags=flags))
-        ms = getattr(self.plugin, "_ms", None)
+        ms = self.plugin.sources.ms
         if ms is not None:
-            for _ in range(100000):                     # a few MB per round: read everything there is
-                if not ms.ms.reload().pending:
+            for _ in range(100000):                     # 16 MB per round: read everything there is
+                if not ms.reload().pending:
                     break
         self.apps = self.plugin.get_plugin_apps()
+
+    def close(self):
+        self.plugin.close()
 
     def get(self, route, params=()):
         """``(status, body)`` of ``route`` (e.g. ``"runs"``) with query ``params`` (pairs)."""
@@ -319,14 +322,21 @@ def gather(logdir, source=None):
     {tag: {step: data URL}}}, "cluster": {run: {metric: answer}}, "cluster_ranks": {run: {metric: {rank: answer}}},
     "landscape": {run: {tag: {"last" | step: answer}}}, "budgets", "left_out"}``."""
     calls = RouteCaller(logdir)
+    try:
+        return _gather(calls, source or logdir)
+    finally:
+        calls.close()
+
+
+def _gather(calls, source):
     routes = {name: calls.must(name) for name in ("runs", "status", "tags", "contract", "health", "run_info",
                                                   "landscapes", "graphs")}
     runs = routes["runs"]["runs"]
     if not runs:
         raise ReportError("no training runs under %s (no TensorBoard event files or MindSpore summary files with "
-                          "data)" % (source or logdir))
+                          "data)" % source)
     status = routes["status"]
-    status["logdir"] = status["logdir_abs"] = source or logdir
+    status["logdir"] = status["logdir_abs"] = source
     g = Gatherer(calls, routes)
     for run in runs:
         g.scalars(run)
@@ -340,7 +350,7 @@ def gather(logdir, source=None):
     g.landscapes()
 
     data = g.data
-    data["meta"] = {"source": source or logdir, "runs": len(runs), "version": __version__,
+    data["meta"] = {"source": source, "runs": len(runs), "version": __version__,
                     "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     return data
 

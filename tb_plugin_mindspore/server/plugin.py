@@ -161,6 +161,11 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._reload_watch = _reload_watch(context, self._logdir, reload_interval)
         self._health = health_cache.HealthCache(self._sources, config=self._health_config)
 
+    @property
+    def sources(self):
+        """The one door for data this plugin reads through (``sources.logdir.Sources``)."""
+        return self._sources
+
     def close(self):
         """Stops the plugin's background readers and the reload watch (TensorBoard never calls it: it is for
         programs that embed the plugin in a WSGI app and tear it down, as the tests do)."""

@@ -84,3 +84,27 @@ def test_the_report_asks_what_the_tab_asks():
         assert "export const DEFAULT_MAX_VALUES = %d;" % report.TAB_TENSOR_VALUES in f.read()
     with open(os.path.join(src, "views", "sections", "cluster", "clusterView.js"), encoding="utf-8") as f:
         assert "const MAX_STEPS = %d;" % report.TAB_CLUSTER_STEPS in f.read()
+
+
+def test_a_mindspore_summary_file_larger_than_one_read_is_reported_whole(tmp_path):
+    """The report reads ``*_MS`` files to their end (16 MB a read): a 21 MB file's last steps are in it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reliability"))
+    import hostile
+    from tb_plugin_mindspore.io import ms_proto, records
+
+    run = tmp_path / "logs" / "ms_run"
+    run.mkdir(parents=True)
+    rs = np.random.RandomState(0)
+    with open(str(run / hostile.MS_NAME), "wb") as f:
+        f.write(records.frame(ms_proto.Event(wall_time=hostile.T0, version=b"MindSpore.Event:1").SerializeToString()))
+        for step in range(1, 22):
+            e = hostile.ms_scalar_event(step, 1.0 / step)
+            v = e.summary.value.add()
+            v.tag = b"input/auto"
+            v.image.height, v.image.width = 1, 1
+            v.image.encoded_image = rs.bytes(1 << 20)
+            f.write(records.frame(e.SerializeToString()))
+    assert os.path.getsize(str(run / hostile.MS_NAME)) > 21 << 20
+    data = report.gather(str(tmp_path / "logs"))
+    (body,) = data["scalars"]["ms_run"].values()
+    assert [p[0] for p in body["points"]] == list(range(1, 22))
