@@ -12,8 +12,11 @@ from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.io import ms_proto
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
-FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_FILES = settings(max_examples=300, deadline=None,
+# The short form run by the suite; the long runs of the same readers are bench/fuzz.py's (millions of inputs per
+# reader, coverage-guided) and this file with TB_MINDSPORE_LONG_FUZZ=1 (about four times as many examples).
+LONG = os.environ.get("TB_MINDSPORE_LONG_FUZZ") == "1"
+FUZZ = settings(max_examples=2000 if LONG else 500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_FILES = settings(max_examples=300 if LONG else 80, deadline=None,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 NAME = "events.out.events.summary.1700000000.0.host_MS"
