@@ -110,4 +110,5 @@ if _CPU_LOG:
         own2, kids2 = _cpu()
         with open(_CPU_LOG, "a") as f:
             f.write(json.dumps({"test": item.nodeid, "wall": time.monotonic() - wall, "cpu": own2 - own,
-                                "children": kids2 - kids}) + "\n")
+                                "children": kids2 - kids, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                                "end": time.time()}) + "\n")
