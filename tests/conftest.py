@@ -32,7 +32,9 @@ def page(browser):
     page = context.new_page()
     page.network_log = net
     page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    # With the resource's URL: "Failed to load resource: ... 404" alone does not say which request failed.
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(
+        m.text + (" (%s)" % m.location["url"] if (m.location or {}).get("url") else "")))
     page.on("pageerror", lambda e: page.console_errors.append(str(e)))
     yield page
     context.close()
