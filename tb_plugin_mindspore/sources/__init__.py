@@ -3,7 +3,8 @@
 The one door is ``logdir.py``: a ``Sources`` per logdir answers ``series(run, tag)`` (a ``Timeline``: the final
 timeline, its restarts, its interval band by name), listings and freshness tokens; every reader of points holds one.
 Behind it, the readers (``event_series.py`` with ``series_store.py`` / ``pyramid.py``: every point of a run's event
-files; ``ms_files.py`` / ``ms_lineage.py`` / ``ms_logdir.py``: ``*_MS`` files; ``ms_provider.py``: them as a data
+files; ``ms_files.py`` (their messages decoded) / ``ms_lineage.py`` / ``ms_logdir.py``: ``*_MS``
+files; ``ms_provider.py``: them as a data
 provider merged with TensorBoard's; ``points.py``: every stored point through TensorBoard's provider;
 ``clusters.py`` / ``cluster_ranks.py``: where clusters are, their rank files and ``rank_<k>`` folders;
 ``event_logdir.py`` / ``event_provider.py``: every run's event files read whole as a data provider, what the
