@@ -28,7 +28,7 @@ from tensorboard import errors
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..contract import vocabulary
-from ..sources import pyramid, series_cache
+from ..sources import series_cache, series_store
 from ..sources.logdir import Superseded, Timeline, from_points  # noqa: F401  (the answer's input)
 from . import encode
 
@@ -179,8 +179,8 @@ def _interval_rows(band, lo, hi, max_points):
     if band is None or not band.steps.size:
         return None
     steps = band.steps
-    i0 = max(int(pyramid.search(steps, lo, "left")) - 1, 0)
-    i1 = min(int(pyramid.search(steps, hi, "right")) + 1, steps.size)
+    i0 = max(int(series_store.search(steps, lo, "left")) - 1, 0)
+    i1 = min(int(series_store.search(steps, hi, "right")) + 1, steps.size)
     k = i1 - i0
     if k <= 0:
         return None
@@ -215,8 +215,8 @@ def body(run, tag, series, max_points, window=None, with_superseded=False, round
     n = int(steps.size)
     lo, hi = _window_of(steps, window)
     width = columns_for(max_points, window.width)
-    keep = pyramid.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
-    inside = int(pyramid.search(steps, hi, "right") - pyramid.search(steps, lo, "left")) if n else 0
+    keep = series_store.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
+    inside = int(series_store.search(steps, hi, "right") - series_store.search(steps, lo, "left")) if n else 0
     shown = int(((steps[keep] >= lo) & (steps[keep] <= hi)).sum()) if keep.size else 0
     out = {
         "run": run,
@@ -234,7 +234,7 @@ def body(run, tag, series, max_points, window=None, with_superseded=False, round
     if with_superseded:
         parts = []
         for part in series.superseded():
-            p_keep = pyramid.m4_indices(part.steps, part.values, pyramid.Pyramid(), lo, hi, width)
+            p_keep = series_store.m4_indices(part.steps, part.values, series_store.Pyramid(), lo, hi, width)
             if p_keep.size:
                 parts.append({"source": part.source,
                               "points": _points(part.steps, part.walls, part.values, p_keep, rounded)})

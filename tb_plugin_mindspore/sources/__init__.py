@@ -2,7 +2,7 @@
 
 The one door is ``logdir.py``: a ``Sources`` per logdir answers ``series(run, tag)`` (a ``Timeline``: the final
 timeline, its restarts, its interval band by name), listings and freshness tokens; every reader of points holds one.
-Behind it, the readers (``event_series.py`` with ``series_store.py`` / ``pyramid.py``: every point of a run's event
+Behind it, the readers (``event_series.py`` with ``series_store.py`` (columns, restarts, the min/max pyramid): every point of a run's event
 files; ``ms_files.py`` (their messages decoded) / ``ms_lineage.py`` / ``ms_logdir.py``: ``*_MS``
 files; ``ms_provider.py``: them as a data
 provider merged with TensorBoard's; ``points.py``: every stored point through TensorBoard's provider;
