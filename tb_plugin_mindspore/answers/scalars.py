@@ -5,7 +5,7 @@ Where a series comes from is the door's choice (``Sources.many``: the plugin's o
 event files while it is as new as TensorBoard's listing, the ``*_MS`` reader, else TensorBoard's own sample).
 Restarted runs: the final timeline, with the restarts and, when asked, the superseded points.
 
-Answers are cached per series (see ``series_cache``) under the series' freshness token (``Sources.tokens``: its
+Answers are cached per series (``encode.ResponseCache``) under the series' freshness token (``Sources.tokens``: its
 last point, its band's last point, the door that answers and the version of what that door holds). ``scalars_batch``
 sends values with 7 significant digits (the precision of the float32 they were recorded as) and wall times rounded
 to the millisecond; ``scalars`` sends them unrounded.
@@ -39,14 +39,14 @@ MAX_PAIRS = 2000
 
 
 class ScalarsBatch:
-    """The two routes over ``sources`` (a ``sources.logdir.Sources``), ``cache`` a ``series_cache.ResponseCache``
+    """The two routes over ``sources`` (a ``sources.logdir.Sources``), ``cache`` an ``encode.ResponseCache``
     of the series' JSON texts."""
 
     def __init__(self, sources, cache):
         self._sources = sources
         self._cache = cache
         self._flights = series_cache.SingleFlight()
-        self._answers = series_cache.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
+        self._answers = encode.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
 
     # -- routes --------------------------------------------------------------------------------------------------
     def one(self, ctx, eid, run, tag, max_points, window=None, with_superseded=False):
