@@ -79,7 +79,6 @@ def make_target(name):
 
 def _target_records():
     from tb_plugin_mindspore.io import records as framing
-    from tb_plugin_mindspore.sources import ms_files
 
     def target(data):
         if len(data) < 2:

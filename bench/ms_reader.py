@@ -8,7 +8,7 @@
    * ``scalars/``: ``--scalars`` scalar values, 100 per step (for records/s on small records and memory).
    and their equivalents in TensorBoard's format, made with ``tb-mindspore convert``.
 2. Measures, in this process (which never imports MindSpore):
-   * ``ms_framing``: our record framing + both CRC32C checks alone (``MsFile.read_payloads``);
+   * ``ms_framing``: our record framing + both CRC32C checks alone (``RecordFile.read_payloads``);
    * ``ms_reader``: ``MsLogdir.reload`` to the end: framing, CRCs, protobuf decoding, storage (what the plugin does);
    * ``tb_loader``: TensorBoard's ``EventFileLoader`` iterating every event of the equivalent tfevents file;
    * ``tb_accumulator``: TensorBoard's ``EventAccumulator.Reload`` keeping everything (size_guidance 0);
@@ -111,9 +111,9 @@ def count_values(logdir, run="."):
 
 
 def bench_framing(path):
-    from tb_plugin_mindspore.sources import ms_files
+    from tb_plugin_mindspore.io.records import RecordFile
 
-    mf = ms_files.MsFile(path)
+    mf = RecordFile(path)
     t0 = time.perf_counter()
     records = 0
     while True:

@@ -96,7 +96,7 @@ KIND_LAYERS = "layers"
 KIND_RUN_INFO = "run_info"
 KINDS = (KIND_INTERVAL, KIND_LAYERS, KIND_RUN_INFO)
 # Appended for MindSpore's own summary data (``tb-mindspore convert``): a loss landscape as one JSON string tensor
-# (the dict of ``reading.ms_files.landscape_dict``), and a TensorSummary tensor with its MindSpore dtype.
+# (the dict of ``sources.ms_files.landscape_dict``), and a TensorSummary tensor with its MindSpore dtype.
 KIND_LANDSCAPE = "landscape"
 KIND_TENSOR = "tensor"
 KINDS = KINDS + (KIND_LANDSCAPE, KIND_TENSOR)

@@ -76,7 +76,7 @@ class ClusterReader:
     def __init__(self, logdir, cache=None, roots=None):
         self.logdir = logdir or ""
         self._roots = roots if roots is not None and roots.is_spec else None   # --logdir_spec entries
-        self._cache = cache if cache is not None else series_cache.ResponseCache()
+        self._cache = cache if cache is not None else encode.ResponseCache()
         self._registry = Registry(max_entries=256)
         self._discovery = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4)
 

@@ -1,4 +1,4 @@
-"""Fast, compact encodings of number arrays for the JSON routes.
+"""Compact JSON of the answers, and the answers kept while their data is unchanged.
 
 * :func:`json_numbers` turns a numpy array into plain Python lists for ``json.dumps`` with NaN and infinities as the
   strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (the same convention as TensorBoard's ``json_util.Cleanse``,
@@ -9,6 +9,11 @@
 * :class:`Gzipped`: JSON text compressed once, for answers sent many times unchanged (compressing is otherwise the
   largest cost of a busy server's cached answers); the plugin sends it as it is to clients that accept gzip.
 * :func:`bf16_planes_b64` packs a float matrix into 2 bytes per value (bfloat16, see below), base64.
+* :class:`ResponseCache`: computed answers (their JSON text, or a :class:`Gzipped`), each kept with the *freshness
+  token* of the data it was computed from (``Sources.tokens``, ``sources.series_cache.Listings``: cheap to ask for,
+  changed by any new data): a later request with the same token gets the kept answer back, new data changes the
+  token and the answer is computed again. Bounded by total size (least recently used goes first). Thread-safe:
+  TensorBoard serves requests from several threads.
 
 The bfloat16 block (``"encoding": "bf16-planes"``)
 -------------------------------------------------
@@ -22,7 +27,9 @@ one NaN bit pattern that rounding never produces (``0x7FFF``) for "no value here
 """
 
 import base64
+import collections
 import json
+import threading
 
 import numpy as np
 
@@ -143,3 +150,57 @@ class Gzipped:
 
     def __len__(self):
         return len(self.data)
+
+
+# -- answers kept ------------------------------------------------------------------------------------------------
+DEFAULT_MAX_BYTES = 96 * 1024 * 1024
+DEFAULT_MAX_ENTRIES = 4096
+
+
+class ResponseCache:
+    """Answers kept per key with the freshness token they were computed under (see the module doc); ``hits`` and
+    ``misses`` count the lookups."""
+
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, max_entries=DEFAULT_MAX_ENTRIES):
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._items = collections.OrderedDict()  # key -> (token, value, size)
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key, token):
+        """The value stored under ``key`` with this ``token``, else ``None``."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item[0] != token:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[1]
+
+    def put(self, key, token, value, size=None):
+        if size is None:
+            size = len(value) if isinstance(value, (str, bytes)) else 1024
+        if size > self.max_bytes:
+            return value
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[key] = (token, value, size)
+            self._bytes += size
+            while self._items and (self._bytes > self.max_bytes or len(self._items) > self.max_entries):
+                _, (_, _, s) = self._items.popitem(last=False)
+                self._bytes -= s
+        return value
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+    def __len__(self):
+        return len(self._items)

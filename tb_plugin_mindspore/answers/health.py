@@ -61,7 +61,7 @@ class HealthCache:
         self._logdir = logdir or self._sources.folders or self._sources.logdir
         self._config = config
         self._clock = clock
-        self._entries = series_cache.ResponseCache(max_bytes=max_bytes)
+        self._entries = encode.ResponseCache(max_bytes=max_bytes)
         self._flights = series_cache.SingleFlight()
         self._gate = threading.BoundedSemaphore(max_parallel)
         self._data_rules, self._clock_rules = engine.split_rules()

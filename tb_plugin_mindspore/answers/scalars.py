@@ -5,7 +5,7 @@ Where a series comes from is the door's choice (``Sources.many``: the plugin's o
 event files while it is as new as TensorBoard's listing, the ``*_MS`` reader, else TensorBoard's own sample).
 Restarted runs: the final timeline, with the restarts and, when asked, the superseded points.
 
-Answers are cached per series (see ``series_cache``) under the series' freshness token (``Sources.tokens``: its
+Answers are cached per series (``encode.ResponseCache``) under the series' freshness token (``Sources.tokens``: its
 last point, its band's last point, the door that answers and the version of what that door holds). ``scalars_batch``
 sends values with 7 significant digits (the precision of the float32 they were recorded as) and wall times rounded
 to the millisecond; ``scalars`` sends them unrounded.
@@ -28,7 +28,7 @@ from tensorboard import errors
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..contract import vocabulary
-from ..sources import pyramid, series_cache
+from ..sources import series_cache, series_store
 from ..sources.logdir import Superseded, Timeline, from_points  # noqa: F401  (the answer's input)
 from . import encode
 
@@ -39,14 +39,14 @@ MAX_PAIRS = 2000
 
 
 class ScalarsBatch:
-    """The two routes over ``sources`` (a ``sources.logdir.Sources``), ``cache`` a ``series_cache.ResponseCache``
+    """The two routes over ``sources`` (a ``sources.logdir.Sources``), ``cache`` an ``encode.ResponseCache``
     of the series' JSON texts."""
 
     def __init__(self, sources, cache):
         self._sources = sources
         self._cache = cache
         self._flights = series_cache.SingleFlight()
-        self._answers = series_cache.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
+        self._answers = encode.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
 
     # -- routes --------------------------------------------------------------------------------------------------
     def one(self, ctx, eid, run, tag, max_points, window=None, with_superseded=False):
@@ -179,8 +179,8 @@ def _interval_rows(band, lo, hi, max_points):
     if band is None or not band.steps.size:
         return None
     steps = band.steps
-    i0 = max(int(pyramid.search(steps, lo, "left")) - 1, 0)
-    i1 = min(int(pyramid.search(steps, hi, "right")) + 1, steps.size)
+    i0 = max(int(series_store.search(steps, lo, "left")) - 1, 0)
+    i1 = min(int(series_store.search(steps, hi, "right")) + 1, steps.size)
     k = i1 - i0
     if k <= 0:
         return None
@@ -215,8 +215,8 @@ def body(run, tag, series, max_points, window=None, with_superseded=False, round
     n = int(steps.size)
     lo, hi = _window_of(steps, window)
     width = columns_for(max_points, window.width)
-    keep = pyramid.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
-    inside = int(pyramid.search(steps, hi, "right") - pyramid.search(steps, lo, "left")) if n else 0
+    keep = series_store.m4_indices(steps, series.values, series.pyramid, lo, hi, width) if n else np.zeros(0, np.int64)
+    inside = int(series_store.search(steps, hi, "right") - series_store.search(steps, lo, "left")) if n else 0
     shown = int(((steps[keep] >= lo) & (steps[keep] <= hi)).sum()) if keep.size else 0
     out = {
         "run": run,
@@ -234,7 +234,7 @@ def body(run, tag, series, max_points, window=None, with_superseded=False, round
     if with_superseded:
         parts = []
         for part in series.superseded():
-            p_keep = pyramid.m4_indices(part.steps, part.values, pyramid.Pyramid(), lo, hi, width)
+            p_keep = series_store.m4_indices(part.steps, part.values, series_store.Pyramid(), lo, hi, width)
             if p_keep.size:
                 parts.append({"source": part.source,
                               "points": _points(part.steps, part.walls, part.values, p_keep, rounded)})

@@ -39,7 +39,7 @@ class TableReader:
         self._provider = data_provider
         self._cache = cache
         self._listings = series_cache.listings_for(data_provider)
-        self._blocks = series_cache.ResponseCache(max_bytes=256 << 20, max_entries=64)
+        self._blocks = encode.ResponseCache(max_bytes=256 << 20, max_entries=64)
 
     def _cells(self, ctx, eid, run, prefix):
         last = self._listings.run_last_scalars(ctx, eid, run)

@@ -48,6 +48,7 @@ import time
 
 from .. import metadata
 from ..io import records
+from ..io.records import short_error
 from ..io import fs
 from ..sources import logdir_status, ms_files, ms_graph, ms_lineage, ms_logdir
 from ..landscape import format as landscape_format
@@ -305,7 +306,7 @@ def _graph_frame(event, mf, offset):
         _, nodes = ms_graph.from_anf(event.graph_def)
         graph = ms_graph.to_graphdef(nodes)
     except Exception as e:  # damaged graph bytes behind a good checksum
-        mf.problem(offset, "model graph not convertible (%s); skipped" % ms_files._short(e))
+        mf.problem(offset, "model graph not convertible (%s); skipped" % short_error(e))
         return None
     return records.frame(event_pb2.Event(wall_time=event.wall_time, step=event.step,
                                          graph_def=graph.SerializeToString()).SerializeToString())
@@ -460,7 +461,7 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                         ms_lineage.lineage_update(lineage, event)
                         last_wall = event.wall_time
                     except Exception as e:  # damaged lineage data: skip the record
-                        mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
+                        mf.problem(offset, "lineage record not understood (%s); skipped" % short_error(e))
                 if last_wall is not None:
                     values = [summary.run_info({"source": "mindspore", "mindspore_lineage": lineage})]
                     # The hyperparameters again in TensorBoard's HParams format, for its HParams tab.
@@ -469,7 +470,7 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                             values += summary.hparams_values(_hparams_of(lineage), start_time=last_wall)
                         except Exception as e:  # the run information above still holds them
                             mf.problem(mf.offset, "lineage hyperparameters not writable as an HParams summary "
-                                                  "(%s); left out" % ms_files._short(e))
+                                                  "(%s); left out" % short_error(e))
                     frames.append(records.frame(event_pb2.Event(
                         wall_time=last_wall, step=0, summary=summary_pb2.Summary(value=values)).SerializeToString()))
                     totals["events"] += 1
@@ -489,7 +490,7 @@ def _convert_file(src, dst, entry, kind, progress, totals, warnings, chunk_bytes
                         values = _convert_event(event, counts, kinds if kinds is not None else {},
                                                 entry.get("cutoffs", {}))
                     except Exception as e:  # damaged content in a record with a good checksum
-                        mf.problem(offset, "record not convertible (%s); skipped" % ms_files._short(e))
+                        mf.problem(offset, "record not convertible (%s); skipped" % short_error(e))
                         continue
                     if not values:
                         continue

@@ -1,5 +1,5 @@
 """Loss landscapes: one JSON object per landscape (``landscape`` {x, y, z}, ``loss_path``, ``convergence_point``,
-``metadata``; the format of ``reading.ms_files.landscape_dict`` and ``landscape/format.py``), non-finite losses as
+``metadata``; the format of ``sources.ms_files.landscape_dict`` and ``landscape/format.py``), non-finite losses as
 null."""
 
 import math

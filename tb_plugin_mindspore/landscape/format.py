@@ -1,6 +1,6 @@
 """The landscape record: one dict per landscape, written as JSON by ``summary.landscape`` (plugin kind ``landscape``).
 
-It has the keys of MindSpore's ``LossLandscape`` message as ``reading.ms_files.landscape_dict`` decodes it, so a
+It has the keys of MindSpore's ``LossLandscape`` message as ``sources.ms_files.landscape_dict`` decodes it, so a
 landscape computed by ``tb_mindspore_callbacks`` and one written by MindSpore's ``SummaryLandscape`` are read by
 the same code::
 

@@ -134,7 +134,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         self._logdir = self._sources.logdir or ""
         self._data_provider = self._sources.provider
         self._view = provider.DataView(self._data_provider, multiplexer=self._sources.multiplexer)
-        self._cache = series_cache.ResponseCache()
+        self._cache = encode.ResponseCache()
         self._batch = scalars.ScalarsBatch(self._sources, self._cache)
         self._layers = layers.LayerReader(self._data_provider, self._cache)
         self._histograms = histograms.HistogramReader(self._data_provider, self._cache)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import metadata
 from ..contract import rank_file
-from . import ms_files
+from ..io.records import RecordFile
 
 SOURCE_RANK_FILES = "rank_files"
 SOURCE_RANK_FOLDERS = "rank_folders"
@@ -223,12 +223,12 @@ class _RankFile(_Rank):
 
 class _RankFolder(_Rank):
     """A folder of TensorBoard event files of one rank: the scalars of :data:`FOLDER_TAGS`, read incrementally with
-    the plugin's record reader (``ms_files.MsFile``: damaged records skipped, at most ``_READ_BUDGET`` bytes per
+    the plugin's record reader (``io/records.RecordFile``: damaged records skipped, at most ``_READ_BUDGET`` bytes per
     reload in chunks), at most ``MAX_KEPT_STEPS`` points per field kept (the newest)."""
 
     def __init__(self, rank, path):
         super().__init__(rank, path)
-        self._files = {}       # name -> MsFile
+        self._files = {}       # name -> RecordFile
         self._points = {}      # field -> ([steps], [walls], [values])
 
     def stamp(self):
@@ -262,7 +262,7 @@ class _RankFolder(_Rank):
         for name in names:
             mf = self._files.get(name)
             if mf is None:
-                mf = self._files[name] = ms_files.MsFile(os.path.join(self.path, name), kind="summary")
+                mf = self._files[name] = RecordFile(os.path.join(self.path, name))
             while budget > 0 and mf.stat_size() > mf.offset and mf.has_unread():
                 payloads, _, nread = mf.read_payloads(min(budget, _READ_CHUNK))
                 budget -= max(nread, 1)

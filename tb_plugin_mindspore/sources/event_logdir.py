@@ -2,10 +2,10 @@
 
 What ``tb-mindspore check``, ``report`` and ``doctor`` load instead of TensorBoard's Python loader, whose directory
 watcher lists and sorts a run's whole folder once per file it reads (a run of 10,000 small files took minutes).
-Here a reload lists each folder once and reads each file from where it stopped, with the record reader that serves
-``*_MS`` files (``ms_files.MsFile``): a damaged record, a record whose payload does not decode (invalid UTF-8 in a
-string field behind a good checksum), a FIFO or a link loop named like an event file is skipped, counted and named
-(:meth:`EventLogdir.warnings`), never fatal for the logdir.
+Here a reload lists each folder once and reads each file from where it stopped, with the one record reader that
+serves ``*_MS`` files too (``io/records.RecordFile``): a damaged record, a record whose payload does not decode
+(invalid UTF-8 in a string field behind a good checksum), a FIFO or a link loop named like an event file is skipped,
+counted and named (:meth:`EventLogdir.warnings`), never fatal for the logdir.
 
 Runs and values are TensorBoard's: a run is a folder holding a file whose name contains ``tfevents`` (``"."`` for
 the logdir itself), files are read in name order, and every value passes TensorBoard's own read-time migrations
@@ -33,7 +33,7 @@ from tensorboard.util import tensor_util
 
 from .. import metadata
 from ..io import fs
-from . import ms_files
+from ..io.records import RecordFile, short_error
 
 logger = logging.getLogger(__name__)
 
@@ -134,11 +134,11 @@ class _Run:
 
     def __init__(self, folder):
         self.folder = folder
-        self.files = {}          # name -> MsFile, in the order first seen
+        self.files = {}          # name -> RecordFile, in the order first seen
         self.initial = {}        # tag -> initial SummaryMetadata (dataclass_compat's per-run table)
         self.series = {}         # tag -> Series
         self.first_wall = None
-        self.decode_errors = {}  # file name -> [(offset, reason)] (first few), counted in MsFile problems
+        self.decode_errors = {}  # file name -> [(offset, reason)] (first few), counted in RecordFile problems
 
 
 class ReloadResult:
@@ -192,7 +192,7 @@ class EventLogdir:
             for name in names:
                 mf = r.files.get(name)
                 if mf is None:
-                    mf = r.files[name] = ms_files.MsFile(fs.join(folder, name), kind="summary")
+                    mf = r.files[name] = RecordFile(fs.join(folder, name))
                 if mf.stat_size() <= mf.offset:
                     continue
                 if budget <= 0:
@@ -232,7 +232,7 @@ class EventLogdir:
                 try:
                     event = parse(data)
                 except (DecodeError, RuntimeError, ValueError) as e:
-                    mf.problem(offset, "undecodable record (%s); skipped" % ms_files._short(e))
+                    mf.problem(offset, "undecodable record (%s); skipped" % short_error(e))
                     continue
                 wall = event.wall_time
                 if r.first_wall is None:
@@ -246,7 +246,7 @@ class EventLogdir:
                             self._values(ev, series)
                 except Exception as e:  # a value TensorBoard's own migrations cannot take: that record only
                     mf.problem(offset, "unreadable summary (%s: %s); skipped" % (type(e).__name__,
-                                                                               ms_files._short(e)))
+                                                                               short_error(e)))
 
     @staticmethod
     def _fast(event, series, wall):

@@ -5,7 +5,7 @@ TensorBoard's loaders keep a sample of each series (10,000 scalars per tag with 
 cannot be zoomed into exactly through them. This reader keeps every point compactly instead, for the runs the tab
 asked for (``want``): the run's event files (names holding ``tfevents``, directly in the run's folder, in name
 order as TensorBoard reads them) are read incrementally with the same record reader as ``*_MS`` files
-(``ms_files.MsFile``: damaged records skipped, replaced files read again), each file a new segment of its series
+(``io/records.RecordFile``: damaged records skipped, replaced files read again), each file a new segment of its series
 (``timeline``). A scalar is what TensorBoard takes for one: a ``simple_value``, or a tensor of the ``scalars``
 plugin; an interval series is this plugin's ``interval/<tag>`` rows.
 
@@ -25,7 +25,8 @@ from tensorboard.compat.proto import event_pb2, types_pb2
 
 from .. import metadata
 from ..io import fs
-from . import ms_files, points, series_store
+from ..io.records import RecordFile
+from . import points, series_store
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class _Run:
         # One folder, or the folders of a run written in parts (``run_fold``: ``<run>/part_N``), in order.
         self.folder = (folder,) if isinstance(folder, str) else tuple(folder)
         self.caught_up = False  # read to the end of its files once
-        self.files = {}        # name -> MsFile
+        self.files = {}        # name -> RecordFile
         self.order = []        # names in the order first read
         self.kinds = {}        # tag -> _SCALAR / _INTERVAL / _OTHER
         self.scalars = {}      # tag -> Series
@@ -174,7 +175,7 @@ class EventSeries:
 
     def take(self, run, folder, name, mf, payloads):
         """Adds ``payloads``, read by another reader from event file ``name`` of ``run`` through ``mf`` (its
-        ``ms_files.MsFile``), as if read here: the commands' event reader reads each file once for both. ``mf`` is
+        ``RecordFile``), as if read here: the commands' event reader reads each file once for both. ``mf`` is
         kept, so a later :meth:`sync` goes on from where it stopped; a file read again from its start (another
         ``mf``) starts the run over. Call :meth:`taken` once the files were read to their end."""
         with self._lock:
@@ -215,7 +216,7 @@ class EventSeries:
         for name in names:
             mf = r.files.get(name)
             if mf is None:
-                mf = r.files[name] = ms_files.MsFile(where[name], kind="summary")
+                mf = r.files[name] = RecordFile(where[name])
                 r.order.append(name)
             if mf.stat_size() <= mf.offset:
                 continue

@@ -20,7 +20,7 @@ The interface (a request binds its context first: ``sources.bind(ctx, experiment
 * what was left out: :meth:`warnings` (damaged ``*_MS`` records, unreadable files).
 
 A :class:`Timeline` is what one scalar series is made of wherever it was read: the final timeline's steps
-(ascending), wall times and values, its min/max pyramid (``pyramid.py``), where the run restarted
+(ascending), wall times and values, its min/max pyramid (``series_store.Pyramid``), where the run restarted
 (``series_store.py``'s restart rule) and, asked for only when shown, the points those restarts superseded; with its
 interval band (``contract.interval.IntervalTable``, by name) when the run recorded one.
 
@@ -40,8 +40,7 @@ from tensorboard.data import provider as tb_provider
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..io import fs
-from . import event_series, log_source, logdir_spec, ms_provider, points, run_fold, series_cache
-from . import pyramid as pyramid_module
+from . import event_series, log_source, logdir_spec, ms_provider, points, run_fold, series_cache, series_store
 from .logdir_status import is_ms_summary_file
 
 logger = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ class Timeline:
 
 
 def pyramid_of(values):
-    p = pyramid_module.Pyramid()
+    p = series_store.Pyramid()
     p.extend(np.asarray(values))
     return p
 

@@ -1,56 +1,29 @@
-"""Incremental, corruption-tolerant reading of MindSpore's summary files (``*_MS``) and lineage files (``*_lineage``).
+"""MindSpore's summary files (``*_MS``) and lineage files (``*_lineage``): their reader and their messages decoded.
 
 ``SummaryRecord`` and ``SummaryCollector`` write ``<prefix>.out.events.summary.<time>.<device>.<host><suffix>``
 (default prefix ``events``, suffix ``_MS``) and a ``..._lineage`` twin. Both use TFRecord framing
 (``u64 length | masked crc32c(length) | payload | masked crc32c(payload)``); the payload is MindSpore's ``Event``
-(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore. The
-records are split by the one record reader, ``io/records.scan``; this module adds files: pieces, refusals, replacement.
-
-:class:`MsFile` reads one file from where it stopped last time:
-
-* A record cut off at the end (the writer has not finished it) is left for the next call, never reported.
-* A record whose payload checksum is wrong, or whose payload does not decode, is skipped and reported as a
-  problem ``(offset, reason)``; reading goes on with the next record.
-* A record whose length checksum is wrong loses the framing: the reader reports it once, then searches forward for
-  the next position that holds a valid record and resumes there (the bytes in between are reported as skipped).
-* Reading never raises on file contents; an unreadable file (permissions, vanished) is reported once and retried.
-* Only regular files are opened (without blocking): a FIFO, socket or device named like a summary file is reported
-  once and never read; a symbolic link loop is reported as unreadable.
-* A file replaced in place (another inode, shorter than what was read, or other first bytes) is read again from
-  the start: ``restarts`` counts it, so the caller can drop what it kept from the old file. A vanished file sets
-  ``gone``.
+(summary files) or ``LineageEvent`` (lineage files), see ``ms_proto``. Nothing here imports MindSpore. A file is
+read from where it stopped by the one record reader, ``io/records.RecordFile`` (cut-off records left for next time,
+damaged records skipped and named, replaced files read again); :class:`MsFile` adds the decoding of its payloads:
+one that does not decode is skipped and reported as a problem ``(offset, reason)``, like a damaged record.
 
 The decoding helpers (:func:`histogram_buckets`, :func:`tensor_array`, :func:`landscape_dict`,
 :func:`lineage_update`) turn the messages into plain Python / numpy values; ``ms_logdir.MsLogdir`` and
 ``convert`` build on them.
 """
 
-import errno
 import json
 import os
-import stat
-import struct
 
-import google_crc32c
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..io import fs, ms_proto
-from ..io.records import FOOTER_BYTES, HEADER_BYTES, masked, scan
+from ..io import ms_proto
+from ..io.records import RecordFile, short_error
 
 SUMMARY_MARK = ".out.events.summary."
 LINEAGE_SUFFIX = "_lineage"
-# Problems kept per file; later ones are only counted.
-MAX_PROBLEMS_PER_FILE = 50
-# A record larger than this is checked in chunks of this size before its payload is read (a hostile length then
-# costs no memory), and is read once into its own buffer.
-LARGE_RECORD_BYTES = 8 << 20
-# A local file is read in pieces of this size (see MsFile.read_payloads).
-READ_PIECE = 1 << 20
-_U32 = struct.Struct("<I").unpack_from
-# First bytes of a file remembered to notice that it was replaced in place (its version record holds a wall time).
-HEAD_BYTES = 64
-
 
 
 def file_kind(name):
@@ -62,204 +35,13 @@ def file_kind(name):
     return "summary"
 
 
-class MsFile:
-    """Incremental reader of one ``_MS`` or ``_lineage`` file.
-
-    Attributes: ``path``, ``kind`` (``"summary"`` / ``"lineage"``), ``offset`` (bytes done with), ``records`` (good
-    records read), ``skipped`` (records or regions skipped), ``problems`` (first ``MAX_PROBLEMS_PER_FILE`` of
-    ``(offset, reason)``), ``problem_count`` (all of them), ``pending`` (bytes of an incomplete record at the end),
-    ``size`` (file size at the last look).
-    """
+class MsFile(RecordFile):
+    """Incremental reader of one ``_MS`` or ``_lineage`` file: an ``io.records.RecordFile`` whose payloads
+    decode as MindSpore's ``Event`` or ``LineageEvent`` (``kind``: ``"summary"`` / ``"lineage"``)."""
 
     def __init__(self, path, kind=None):
-        self.path = path
+        super().__init__(path)
         self.kind = kind or file_kind(os.path.basename(path)) or "summary"
-        self.offset = 0
-        self.records = 0
-        self.skipped = 0
-        self.problems = []
-        self.problem_count = 0
-        self.pending = 0
-        self.size = 0
-        self.restarts = 0        # times the file was found replaced and read again from the start
-        self.gone = False        # the path no longer exists
-        self._resyncing = False
-        self._io_error = None
-        self._identity = None    # (st_dev, st_ino) of the file read so far
-        self._head = b""         # its first HEAD_BYTES bytes
-        self._mtime = None
-        self._irregular = None
-
-    def problem(self, offset, reason):
-        self.problem_count += 1
-        if not reason.startswith("resynchronized"):
-            self.skipped += 1
-        if len(self.problems) < MAX_PROBLEMS_PER_FILE:
-            self.problems.append((offset, reason))
-
-    def _stat(self):
-        """``os.stat`` of the file, or None (reported once) when it is missing, unreadable or not a regular file."""
-        try:
-            st = fs.stat(self.path)
-        except OSError as e:
-            self.gone = isinstance(e, FileNotFoundError) and not fs.islink(self.path)
-            self._report_io(e)
-            return None
-        self.gone = False
-        if not stat.S_ISREG(st.st_mode):
-            what = _file_type(st.st_mode)
-            if self._irregular != what:
-                self._irregular = what
-                self.problem(0, "not a regular file (%s); never read" % what)
-                self.skipped -= 1
-            return None
-        self._irregular = None
-        return st
-
-    def stat_size(self):
-        """The file's current size (also kept in ``size``); a failure is reported once, like a read failure. A file
-        found replaced (see the module doc) is restarted here already, so that its new bytes count as unread."""
-        st = self._stat()
-        if st is not None:
-            if self._identity is not None and self.offset > 0:
-                changed = st.st_mtime_ns != self._mtime and st.st_size <= self.offset
-                if (st.st_dev, st.st_ino) != self._identity or st.st_size < self.offset or changed:
-                    try:
-                        with _open_regular(self.path) as f:
-                            self._check_identity(fs.fstat(f), f)
-                    except OSError as e:
-                        self._report_io(e)
-            self.size = st.st_size
-        return self.size
-
-    def _restart(self, why):
-        """The file was replaced: forget the old one and read the new one from the start."""
-        self.problem(self.offset, "file replaced (%s); read again from the start" % why)
-        self.skipped -= 1
-        self.restarts += 1
-        self.offset = 0
-        self.pending = 0
-        self._resyncing = False
-        self._identity = None
-        self._head = b""
-
-    def _check_identity(self, st, f):
-        """Notices a replaced file: another inode, shorter than what was read, or other first bytes."""
-        identity = (st.st_dev, st.st_ino)
-        if self._identity is not None and self.offset > 0:
-            if identity != self._identity:
-                self._restart("new inode")
-            elif st.st_size < self.offset:
-                self._restart("shrank from %d to %d bytes" % (self.offset, st.st_size))
-            elif self._head:
-                f.seek(0)
-                if f.read(len(self._head)) != self._head:
-                    self._restart("its first bytes changed")
-        self._identity = identity
-        self._mtime = st.st_mtime_ns
-        if len(self._head) < HEAD_BYTES and st.st_size > len(self._head):
-            f.seek(0)
-            self._head = f.read(HEAD_BYTES)
-
-    def has_unread(self):
-        """Whether complete records (or bytes still to search, after damage) may wait past ``offset``."""
-        if self.pending:
-            return self.size - self.offset > self.pending
-        slack = HEADER_BYTES - 1 if self._resyncing else 0
-        return self.size - self.offset > slack
-
-    def read_payloads(self, max_bytes):
-        """Reads up to about ``max_bytes`` new bytes; returns ``(payloads, offsets, bytes_read)``.
-
-        A local file is read in pieces of at most ``READ_PIECE`` bytes (what a read holds in memory at once, so a
-        huge or hostile file costs a piece, never its size, and no large buffer lingers in the allocator's heap);
-        a remote one in one byte range. A single record larger than a piece is still read whole. Problems are
-        recorded on the object.
-        """
-        if self._stat() is None:
-            return [], [], 0
-        payloads, offsets, nread = [], [], 0
-        budget = max(int(max_bytes), HEADER_BYTES)
-        piece = budget if fs.is_remote(self.path) else min(budget, READ_PIECE)
-        try:
-            with _open_regular(self.path) as f:
-                st = fs.fstat(f)
-                if not stat.S_ISREG(st.st_mode):    # swapped for something else since the stat
-                    return [], [], 0
-                self._check_identity(st, f)
-                size = self.size = st.st_size
-                while self.offset < size and nread < budget:
-                    want = min(size - self.offset, piece, max(budget - nread, HEADER_BYTES))
-                    f.seek(self.offset)
-                    buf = f.read(want)
-                    res = scan(buf, self.offset, self._resyncing)
-                    if res.consumed == 0 and res.need > len(buf) and self.offset + res.need <= size:
-                        # One record larger than the piece, and the file holds all of it.
-                        if payloads:
-                            break                    # the next call reads it
-                        if res.need > LARGE_RECORD_BYTES and not self._resyncing:
-                            return self._read_large(f, res.need, size)
-                        f.seek(self.offset)
-                        buf = f.read(res.need)
-                        res = scan(buf, self.offset, self._resyncing)
-                    nread += len(buf)
-                    self._take(res, size, reached_end=self.offset + len(buf) >= size)
-                    payloads += res.payloads
-                    offsets += res.offsets
-                    if res.consumed == 0 or self.pending:
-                        break
-        except OSError as e:
-            self._report_io(e)
-            return payloads, offsets, nread
-        self._io_error = None
-        return payloads, offsets, nread
-
-    def _take(self, res, size, reached_end):
-        """Moves past what a scan consumed, recording its problems."""
-        for offset, reason in res.problems:
-            self.problem(offset, reason)
-        self._resyncing = res.resyncing
-        self.offset += res.consumed
-        # An incomplete record counts as pending only when it is the file's last one (not the end of a piece).
-        self.pending = size - self.offset if res.need and reached_end else 0
-        self.records += len(res.payloads)
-
-    def _read_large(self, f, total, size):
-        """One record of ``total`` bytes (header and footer included) at ``offset``, its length checksum good: the
-        payload checksum is computed chunk by chunk first, so a hostile length costs no memory; only a good payload
-        is then read, into one buffer."""
-        n = total - HEADER_BYTES - FOOTER_BYTES
-        start = self.offset + HEADER_BYTES
-        f.seek(start)
-        crc, left = 0, n
-        while left > 0:
-            chunk = f.read(min(left, LARGE_RECORD_BYTES))
-            if not chunk:
-                return [], [], 0
-            crc = google_crc32c.extend(crc, chunk)
-            left -= len(chunk)
-        footer = f.read(FOOTER_BYTES)
-        self._io_error = None
-        payloads, offsets = [], []
-        if len(footer) == FOOTER_BYTES and masked(crc) == _U32(footer, 0)[0]:
-            f.seek(start)
-            payloads, offsets = [f.read(n)], [self.offset]
-            self.records += 1
-        else:
-            self.problem(self.offset, "bad payload checksum; record skipped")
-        self.offset += total
-        self.pending = 0
-        return payloads, offsets, total
-
-    def _report_io(self, error):
-        text = "%s: %s" % (type(error).__name__, error.strerror or error)
-        if self._io_error != text:
-            self._io_error = text
-            if getattr(error, "errno", None) == errno.ELOOP:
-                self.problem(self.offset, "symbolic link loop; never read")
-            else:
-                self.problem(self.offset, "cannot read file (%s); will retry" % text)
-            self.skipped -= 1  # nothing was skipped, only delayed
 
     def read_events(self, max_bytes):
         """Like :meth:`read_payloads` but decoded: returns ``(events, bytes_read)``, events as ``(offset, message)``.
@@ -274,27 +56,8 @@ class MsFile:
             try:
                 events.append((offset, parse(data)))
             except (DecodeError, RuntimeError, ValueError) as e:
-                self.problem(offset, "undecodable payload (%s); record skipped" % _short(e))
+                self.problem(offset, "undecodable payload (%s); record skipped" % short_error(e))
         return events, nread
-
-
-def _open_regular(path):
-    """Opens ``path`` for reading without blocking on a FIFO (the caller checks ``fstat`` before reading); a URL
-    through ``fs`` (each read one byte range)."""
-    return fs.open_regular(path)
-
-
-def _file_type(mode):
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return name
-    return "unknown file type"
-
-
-def _short(error):
-    text = str(error) or type(error).__name__
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def decode_tag(raw):

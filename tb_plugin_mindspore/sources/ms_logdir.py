@@ -68,6 +68,7 @@ from array import array
 import numpy as np
 
 from ..io import fs, ms_proto
+from ..io.records import short_error
 from . import ms_files, ms_lineage, series_store
 
 logger = logging.getLogger(__name__)
@@ -607,7 +608,7 @@ class MsLogdir:
                     stage.graph = (event.step, event.wall_time, event.graph_def if size <= MAX_GRAPH_BYTES else None,
                                    size)
             except Exception as e:  # a damaged payload must never stop reading: skip and report it
-                mf.problem(offsets[index], "undecodable payload (%s); record skipped" % ms_files._short(e))
+                mf.problem(offsets[index], "undecodable payload (%s); record skipped" % short_error(e))
         for length, (indices, summaries, steps, walls) in groups.items():
             template = templates.get(length, _NO_TEMPLATE)
             if template is _NO_TEMPLATE:
@@ -671,7 +672,7 @@ class MsLogdir:
                 elif kind == "loss_landscape":
                     other.append(("landscapes", tag, ms_files.landscape_dict(value.loss_landscape)))
         except Exception as e:  # damaged content behind a good checksum: skip the record, report it
-            mf.problem(offset, "undecodable payload (%s); record skipped" % ms_files._short(e))
+            mf.problem(offset, "undecodable payload (%s); record skipped" % short_error(e))
             return
         slow = stage.slow_scalars
         for tag, number in scalars:
@@ -740,7 +741,7 @@ class MsLogdir:
                 try:
                     ms_lineage.lineage_update(run.lineages.setdefault(mf.path, {}), event)
                 except Exception as e:  # damaged lineage data: skip the record, keep the rest
-                    mf.problem(offset, "lineage record not understood (%s); skipped" % ms_files._short(e))
+                    mf.problem(offset, "lineage record not understood (%s); skipped" % short_error(e))
             run.generation += 1
 
     # -- accessors -------------------------------------------------------------------------------------------

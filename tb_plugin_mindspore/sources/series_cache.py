@@ -1,11 +1,13 @@
-"""A small cache of computed route answers, valid while the data they were computed from is unchanged.
+"""What the sources and the answers keep while the data under them is unchanged: the data provider's listings and
+freshness tokens (:class:`Listings`, :func:`listings_for`, :class:`TtlMemo`), parsed plugin contents
+(:func:`parsed_content`), and one computation shared by identical concurrent requests (:class:`SingleFlight`).
 
 Reading a long series through TensorBoard's data provider is the slow part of every route (the provider builds one
-Python object per point). Each answer is stored with a *freshness token*, something cheap to ask the provider for
+Python object per point). Each answer is kept with a *freshness token*, something cheap to ask the provider for
 that changes whenever the series gets new data (the last step and wall time of the series, from
-``read_last_scalars`` or ``list_tensors``). A later request with the same token gets the stored JSON text back;
-new data changes the token and the answer is computed again. Bounded by total size (least recently used goes
-first). Thread-safe: TensorBoard serves requests from several threads.
+``read_last_scalars`` or ``list_tensors``); these listings are what the tokens come from, reused for a second so
+that a page's burst of requests asks once. The answers themselves are kept by ``answers.encode.ResponseCache``.
+Thread-safe: TensorBoard serves requests from several threads.
 """
 
 import collections
@@ -16,56 +18,6 @@ from concurrent import futures
 from .. import metadata
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MAX_BYTES = 96 * 1024 * 1024
-DEFAULT_MAX_ENTRIES = 4096
-
-
-class ResponseCache:
-    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, max_entries=DEFAULT_MAX_ENTRIES):
-        self.max_bytes = max_bytes
-        self.max_entries = max_entries
-        self._items = collections.OrderedDict()  # key -> (token, value, size)
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key, token):
-        """The value stored under ``key`` with this ``token``, else ``None``."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is None or item[0] != token:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return item[1]
-
-    def put(self, key, token, value, size=None):
-        if size is None:
-            size = len(value) if isinstance(value, (str, bytes)) else 1024
-        if size > self.max_bytes:
-            return value
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old[2]
-            self._items[key] = (token, value, size)
-            self._bytes += size
-            while self._items and (self._bytes > self.max_bytes or len(self._items) > self.max_entries):
-                _, (_, _, s) = self._items.popitem(last=False)
-                self._bytes -= s
-        return value
-
-    def clear(self):
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
-    def __len__(self):
-        return len(self._items)
-
 
 # How long a caller waits for a computation another request started before it gives up (the computation goes on
 # and its answer is kept for the next caller).

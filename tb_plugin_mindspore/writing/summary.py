@@ -107,7 +107,7 @@ def histogram_proto(tag, buckets, stats=None):
 def landscape(tag, landscape_dict):
     """A loss landscape as one JSON string tensor of our plugin (``contract.landscape``).
 
-    ``landscape_dict`` is the format of ``reading.ms_files.landscape_dict``: ``landscape`` {x, y, z},
+    ``landscape_dict`` is the format of ``sources.ms_files.landscape_dict``: ``landscape`` {x, y, z},
     ``loss_path`` {intervals, x, y, z} or None, ``convergence_point`` {x, y, z} or None, ``metadata``
     {decomposition, unit, step_per_epoch}. Non-finite losses are written as null.
     """

@@ -8,6 +8,7 @@ import pytest
 
 from dashboard_data import wait_until
 from tb_harness import App
+from tb_plugin_mindspore.answers import encode
 from tb_plugin_mindspore.sources import series_cache
 
 TAGS = ["core/loss", "core/grad_norm", "diagnostic/eval_loss"]
@@ -97,7 +98,7 @@ def test_errors(app):
 
 
 def test_response_cache_keys_on_token():
-    cache = series_cache.ResponseCache(max_bytes=10)
+    cache = encode.ResponseCache(max_bytes=10)
     cache.put("k", 1, "abcd")
     assert cache.get("k", 1) == "abcd" and cache.get("k", 2) is None
     cache.put("j", 1, "efghijk")

@@ -18,7 +18,6 @@ from tb_harness import App
 
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.io import records
-from tb_plugin_mindspore.sources import ms_files
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 LISTING_ROUTES = ("/runs", "/status", "/tags", "/health", "/run_info", "/media", "/landscapes")
@@ -281,7 +280,7 @@ def test_huge_record_length_costs_no_memory(tmp_path):
         f.seek(n, 1)
         f.write(b"\0\0\0\0")
         f.write(records.frame(hostile.ms_scalar_event(1, 5.0).SerializeToString()))
-    mf = ms_files.MsFile(str(path))
+    mf = records.RecordFile(str(path))
     tracemalloc.start()
     try:
         got = []

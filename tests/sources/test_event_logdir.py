@@ -239,20 +239,21 @@ def test_damage_full_of_plausible_lengths_is_searched_at_memory_speed(tmp_path):
 def test_the_commands_read_each_event_file_once_for_the_provider_and_the_tabs_store(tmp_path, monkeypatch):
     """``Sources.for_logdir`` (check, report): the provider and the tab's every-point store (the final timeline of a
     resumed run, as the charts and the Health panel read it) are filled by one read of each file."""
-    from tb_plugin_mindspore.sources import logdir as logdir_module, ms_files
+    from tb_plugin_mindspore.io.records import RecordFile
+    from tb_plugin_mindspore.sources import logdir as logdir_module
 
     loss = lambda step: summary_pb2.Summary.Value(tag="loss", simple_value=float(step))   # noqa: E731
     paths = [_write(tmp_path / "run" / "events.out.tfevents.1.a", [_event(s, loss(s)) for s in range(1, 11)]),
              _write(tmp_path / "run" / "events.out.tfevents.2.a", [_event(s, loss(s)) for s in range(6, 13)])]
     read = {}
-    real = ms_files.MsFile.read_payloads
+    real = RecordFile.read_payloads
 
     def counting(self, max_bytes):     # the real reader, its bytes counted per file
         out = real(self, max_bytes)
         read[self.path] = read.get(self.path, 0) + out[2]
         return out
 
-    monkeypatch.setattr(ms_files.MsFile, "read_payloads", counting)
+    monkeypatch.setattr(RecordFile, "read_payloads", counting)
     sources = logdir_module.Sources.for_logdir(str(tmp_path))
     timeline = sources.series("run", "loss")
     assert sources.token("run", "loss").door.name == logdir_module.EVENTS

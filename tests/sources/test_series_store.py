@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tb_plugin_mindspore.sources import pyramid, series_store
+from tb_plugin_mindspore.sources import series_store
 from tb_plugin_mindspore.sources.logdir import band_of_rows
 from tb_plugin_mindspore.answers import scalars as scalar_answer
 
@@ -39,7 +39,7 @@ def _brute(steps, values, lo, hi, width):
 
 
 def _check_m4(steps, values, pyr, lo, hi, width):
-    keep = pyramid.m4_indices(steps, values, pyr, lo, hi, width)
+    keep = series_store.m4_indices(steps, values, pyr, lo, hi, width)
     kept = set(keep.tolist())
     assert len(keep) <= 5 * width + 2
     for first, last, vmin, vmax, bad, a, b in _brute(steps, values, lo, hi, width):
@@ -56,7 +56,7 @@ def _check_m4(steps, values, pyr, lo, hi, width):
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 5000, 300_001])
 def test_m4_windows_are_exact(n):
     steps, values = _series(n, spikes=[n // 3, n - 1] if n > 3 else [], nans=[n // 2, n // 5] if n > 5 else [])
-    pyr = pyramid.Pyramid()
+    pyr = series_store.Pyramid()
     pyr.extend(values)
     rng = np.random.default_rng(n)
     windows = [(steps[0], steps[-1], 400)]
@@ -72,22 +72,22 @@ def test_every_spike_and_nan_of_the_window_is_kept():
     spikes, nans = [123_457, 654_321], [222_222, 777_777]
     steps, values = _series(n, spikes=spikes, nans=nans)
     values[999_000] = -1e6
-    pyr = pyramid.Pyramid()
+    pyr = series_store.Pyramid()
     pyr.extend(values)
-    keep = set(pyramid.m4_indices(steps, values, pyr, int(steps[0]), int(steps[-1]), 400).tolist())
+    keep = set(series_store.m4_indices(steps, values, pyr, int(steps[0]), int(steps[-1]), 400).tolist())
     assert set(spikes + nans + [999_000]) <= keep
     # Zoomed in around one spike: it is there, with the points next to it.
     lo, hi = int(steps[654_000]), int(steps[654_600])
-    keep = pyramid.m4_indices(steps, values, pyr, lo, hi, 800)
+    keep = series_store.m4_indices(steps, values, pyr, lo, hi, 800)
     assert 654_321 in set(keep.tolist()) and keep.size == 603   # every point of the window and one on each side
 
 
 def test_pyramid_grows_block_by_block_like_one_built_at_once():
     steps, values = _series(200_000, nans=[70_000])
-    grown = pyramid.Pyramid()
+    grown = series_store.Pyramid()
     for stop in (100, 4_095, 4_096, 60_000, 131_071, 200_000):
         grown.extend(values[:stop])
-    whole = pyramid.Pyramid()
+    whole = series_store.Pyramid()
     whole.extend(values)
     assert len(grown.levels) == len(whole.levels) and grown.covered == whole.covered
     for a, b in zip(grown.levels, whole.levels):
@@ -100,7 +100,7 @@ def test_window_of_a_million_points_under_100_ms():
     """CPU time, best of three (the machine is shared: wall time measures the other jobs too), with a band of a million
     rows."""
     steps, values = _series(1_000_000, spikes=[500_000], nans=[10])
-    pyr = pyramid.Pyramid()
+    pyr = series_store.Pyramid()
     pyr.extend(values)
     series = scalar_answer.Timeline(steps.astype(np.int32), steps.astype(np.float64), values, pyr)
     band = band_of_rows(steps.astype(np.int32), np.ones((steps.size, 5), dtype=np.float32))
