@@ -16,7 +16,7 @@ from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 from tb_plugin_mindspore.writing.writer import SummaryWriter
 
-CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "callbacks", "landscape_child.py")
+CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "callbacks", "landscape", "landscape_child.py")
 
 
 def _num(v):

@@ -19,7 +19,7 @@ from tb_plugin_mindspore.writing.writer import SummaryWriter
 pytestmark = pytest.mark.slow
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHILD = os.path.join(TESTS, "callbacks", "landscape_child.py")
+CHILD = os.path.join(TESTS, "callbacks", "landscape", "landscape_child.py")
 HOSTILE = '<img src=x onerror="window.__hacked=1">'
 
 

@@ -21,7 +21,7 @@ import mindspore.dataset as ds
 from mindspore.train import Callback, Model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))   # the repository root
 
 
 def main():

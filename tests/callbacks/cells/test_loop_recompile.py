@@ -33,7 +33,7 @@ def _rss_bytes():
 
 
 def _child(entry, mode, steps, debug, logdir):
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))   # tests/callbacks: cb_helpers
     import numpy as np
     import mindspore as ms
     from mindspore import Tensor, nn
