@@ -37,6 +37,19 @@ def classification_data(n_batches, batch=8, seed=0, bump=None):
     return ds.NumpySlicesDataset(columns, shuffle=False).batch(batch)
 
 
+class LossTimesBump(nn.Cell):
+    """Cross-entropy times ``1 + bump``: a NaN / Inf bump makes every gradient non-finite (an overflow step), 1000
+    multiplies them by 1001."""
+
+    def __init__(self, net):
+        super().__init__(auto_prefix=False)
+        self.net = net
+        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+    def construct(self, x, y, bump):
+        return self.ce(self.net(x), y) * (1.0 + bump.mean())
+
+
 class LossWithBump(nn.Cell):
     """Cross-entropy plus a per-batch constant from the data: moves the loss, never the gradients."""
 

@@ -17,7 +17,7 @@ from mindspore.train import Model  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import LoopMonitor, MonitoredLossScaleCell, MonitoredTrainCell, TrainMonitor  # noqa
 
-from cb_helpers import LossWithBump, classification_data, dense_net, read_run  # noqa: E402
+from cb_helpers import LossTimesBump, LossWithBump, classification_data, dense_net, read_run  # noqa: E402
 
 BUMP = [0.0] * 5 + [float("nan")] + [0.0] * 3 + [float("inf")] + [0.0] * 2      # steps 6 and 10 non-finite
 
@@ -60,18 +60,6 @@ def test_loop_intervals_across_resets(tmp_path, mode):
             mon.step(loss, grads)
     assert mon.monitor.errors == 0
     check(tmp_path)
-
-
-class LossTimesBump(nn.Cell):
-    """Cross-entropy times ``1 + bump``: a NaN / Inf bump makes every gradient non-finite (an overflow step)."""
-
-    def __init__(self, net):
-        super().__init__(auto_prefix=False)
-        self.net = net
-        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-
-    def construct(self, x, y, bump):
-        return self.ce(self.net(x), y) * (1.0 + bump.mean())
 
 
 def test_loss_scale_overflow_count_resets(tmp_path, mode):

@@ -16,25 +16,13 @@ from mindspore.train import Callback, Model  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import LoopMonitor, MonitoredTrainCell, TrainMonitor  # noqa: E402
 
-from cb_helpers import LossWithBump, classification_data, dense_net, read_run, run_info  # noqa: E402
+from cb_helpers import LossTimesBump, LossWithBump, classification_data, dense_net, read_run, run_info  # noqa: E402
 
 STEPS = 24
 FREQ = 4
 # GRAPH_MODE in the quick set, PYNATIVE_MODE behind the slow mark (the NaN and skip tests run both quick).
 GRAPH_QUICK = pytest.mark.parametrize("mode", ["graph", pytest.param("pynative", marks=pytest.mark.slow)],
                                       indirect=True)
-
-
-class LossTimesBump(nn.Cell):
-    """Cross-entropy times ``1 + bump``: NaN makes every gradient NaN, 1000 multiplies them by 1001."""
-
-    def __init__(self, net):
-        super().__init__(auto_prefix=False)
-        self.net = net
-        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-
-    def construct(self, x, y, bump):
-        return self.ce(self.net(x), y) * (1.0 + bump.mean())
 
 
 def bumps(at=None, value=float("nan"), steps=STEPS):

@@ -24,8 +24,8 @@ from tb_mindspore_callbacks import LiveHealth, MonitoredTrainCell, TrainMonitor 
 from tb_mindspore_callbacks.recorders.notify import (Destination, Notifier, guess_format, parse_notify,  # noqa: E402
                                                      payload)
 
-from cb_helpers import classification_data, dense_net  # noqa: E402
-from test_live_health import LossTimesBump, bumps, events  # noqa: E402
+from cb_helpers import LossTimesBump, classification_data, dense_net  # noqa: E402
+from test_live_health import bumps, events  # noqa: E402
 
 EVENT = {"rule": "nonfinite", "severity": "error", "step": 12, "first_step": 10,
          "message": "NaN/Inf since step 10 in the loss", "advice": "lower the learning rate", "layers": ["l0.weight"],
