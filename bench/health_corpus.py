@@ -18,6 +18,10 @@ whether the right layer / rank is named, per rule (RULES.md).
   table between the ``corpus-table`` markers of FILE.
 * ``quick``: a handful of runs (every healthy hard case and fault family once or so), trained and judged in one
   go, for the test suite.
+* ``precursors``: the precursor set (``bench/corpus_precursors.py``), apart from the main plan: ``--per-case``
+  runs of each precursor case and healthy control (Model.train / loop x GRAPH / PYNATIVE in turn), trained
+  (resumable), judged and summed up (lead times); ``--quick``: one run per precursor plus a control, for the tests;
+  ``--rules-md FILE`` writes its table between the ``precursor-table`` markers.
 
 Each run takes seconds on an idle machine (tiny models, 120-480 steps); the whole corpus a few CPU-hours.
 """
@@ -222,7 +226,7 @@ def quick_specs(seed=0):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("plan", "train", "judge", "summary", "quick"))
+    ap.add_argument("command", choices=("plan", "train", "judge", "summary", "quick", "precursors"))
     ap.add_argument("--out", default="health_corpus_out")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=320)
@@ -233,12 +237,16 @@ def main(argv=None):
     ap.add_argument("--cases", default="")
     ap.add_argument("--retrain", action="store_true")
     ap.add_argument("--rules-md", default="")
+    ap.add_argument("--per-case", type=int, default=4)
+    ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     out = os.path.abspath(args.out)
 
     def log(msg):
         print(msg, flush=True)
 
+    if args.command == "precursors":
+        return _precursors(out, args, log)
     if args.command == "quick":
         os.makedirs(out, exist_ok=True)
         specs = quick_specs(args.seed)
@@ -273,6 +281,28 @@ def main(argv=None):
         judge(out, mine, log=log)
     else:
         return _summary(out, load_results(out), args, log)
+    return 0
+
+
+def _precursors(out, args, log):
+    import corpus_precursors as cp
+
+    if args.quick:
+        specs = cp.write_plan(out, cp.quick_specs(args.seed), 0, args.seed)
+        command = "bench/health_corpus.py precursors --quick --seed %d" % args.seed
+    else:
+        specs = cp.write_plan(out, cp.plan(args.per_case, args.seed), args.per_case, args.seed)
+        command = "bench/health_corpus.py precursors --per-case %d --seed %d" % (args.per_case, args.seed)
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        specs = [s for s in specs if s.case in wanted]
+    summary = cp.run_all(out, specs, command, rules_md=args.rules_md, timeout=args.timeout, log=log)
+    print(json.dumps({"rules": {k: {f: v[f] for f in ("trials", "found", "failures", "before_failure",
+                                                       "lead_steps_median", "lead_steps_range", "lead_s_median",
+                                                       "false_watches", "levels")}
+                                for k, v in summary["rules"].items()},
+                      "controls": summary["controls"], "control_alarms": summary["control_alarms"],
+                      "errors": summary["errors"]}))
     return 0
 
 
