@@ -41,6 +41,20 @@ def _mark_failed(cell):
         pass
 
 
+def _positional_count(net, given):
+    """How many of ``given`` positional inputs ``net.construct`` takes (``given`` when it takes any number or its
+    signature cannot be read)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(net.construct).parameters.values())
+    except (TypeError, ValueError):
+        return given
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return given
+    return min(given, sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)))
+
+
 class ActivationProbe:
     """Captures the outputs of ``cells`` (``[(name, cell)]``, inside ``net``) for the first ``samples`` samples.
 
@@ -78,6 +92,9 @@ class ActivationProbe:
             sliced.append(x)
         if isinstance(net, nn.WithLossCell) and sliced:
             net, sliced = net._backbone, sliced[:1]     # WithLossCell(data, label) runs backbone(data): skip the loss
+        else:
+            # A loop's inputs=(data, label) with network= its backbone: the columns past what it takes are labels.
+            sliced = sliced[:_positional_count(net, len(sliced))]
         mode = ms.get_context("mode")
         was_training, needed_grad = net.training, net.requires_grad
         try:

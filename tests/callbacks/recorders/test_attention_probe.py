@@ -71,3 +71,35 @@ def test_probe_records_the_largest_logit_while_a_transformer_trains(tmp_path):
     per_block = tensors[metadata.ATTENTION_MAX_LOGIT_LAYERS]
     assert len(per_block) == 2 and all(v.reshape(-1)[0] == pytest.approx(t, rel=1e-5)
                                        for (_, v), (_, t) in zip(per_block, top))
+
+
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_loop_probe_takes_the_backbone_and_the_data_column_of_its_inputs(tmp_path, mode):
+    # The loop's documented call: LoopMonitor(network=<the backbone>) and mon.step(..., inputs=(data, label)): the
+    # backbone takes the data only (the label once made every probe call fail).
+    from tb_mindspore_callbacks import Debug, LoopMonitor, Storage
+
+    set_mode(mode)
+    try:
+        ms.set_seed(0)
+        rs = np.random.RandomState(0)
+        tokens, labels = rs.randint(0, 16, (16, 6)).astype(np.int32), rs.randint(0, 3, 16).astype(np.int32)
+        net = Classifier()
+        opt = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        grad_fn = ms.value_and_grad(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True,
+                                                                                           reduction="mean")),
+                                    None, opt.parameters)
+        with LoopMonitor(str(tmp_path), opt, network=net, collect_freq=2, storage=Storage(registry=None),
+                         debug=Debug(items=["attention_logits"], every=2)) as mon:
+            for _ in range(4):
+                x, y = Tensor(tokens[:8]), Tensor(labels[:8])
+                mon.begin_step()
+                loss, grads = grad_fn(x, y)
+                opt(grads)
+                mon.step(loss, grads, inputs=(x, y))
+        assert mon.monitor.errors == 0
+    finally:
+        set_mode("graph")
+    scalars, _ = read_run(tmp_path)
+    top = scalars[metadata.ATTENTION_MAX_LOGIT]
+    assert [s for s, _ in top] == [2, 4] and all(np.isfinite(v) and v > 0 for _, v in top)
