@@ -192,6 +192,12 @@ NOTES = {
     "overfitting": "a run is a trial only when the network fits its noisy samples (train loss halved)",
     "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate",
     "step_time_regression": "a slowdown whose CPU time per step did not grow (core/step_cpu_ms) is a note",
+    "sharpness_above_stability": "a precursor (watch, level info): trials, recall and lead time in the precursor "
+                                 "set's table below",
+    "attention_logit_growth": "a precursor (watch, level info): trials, recall and lead time in the precursor set's "
+                              "table below",
+    "adam_epsilon_dominated": "a precursor (watch, level info): trials, recall and lead time in the precursor set's "
+                              "table below",
 }
 
 
