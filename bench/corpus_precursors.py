@@ -484,9 +484,15 @@ def summarize(results):
             "controls": len(controls), "false_watches": len(false), "false_watch_runs": [r["id"] for r in false],
             "levels": levels, "runs": sorted({"%s %s" % (r["entry"], r["mode"]) for r in trials}),
             "missed": [r["id"] for r in trials if rule not in r.get("watch", [])],
+            "by_run": ["%s %s %s" % (r["entry"], r["mode"], r.get("lead_steps")) for r in trials],
         }
+    alarm_rules = {}
+    for r in controls:
+        for a in r.get("alarms") or []:
+            alarm_rules[a] = alarm_rules.get(a, 0) + 1
     return {"rules": rows, "controls": len(controls),
             "control_alarms": sorted(r["id"] for r in controls if r.get("alarms")),
+            "control_alarm_rules": alarm_rules,
             "errors": sorted(r["id"] for r in results if r.get("status") != "trained")}
 
 
@@ -498,15 +504,20 @@ def table(summary, command):
         if row["lead_steps_median"] is not None:
             lead = "%g steps (%g to %g)" % (row["lead_steps_median"], *row["lead_steps_range"])
             if row["lead_s_median"] is not None:
-                lead += "; %g s (%g to %g)" % (row["lead_s_median"], *row["lead_s_range"])
+                lead += "; %.1f s (%.1f to %.1f)" % (row["lead_s_median"], *row["lead_s_range"])
         recall = "%.0f%% (%d of %d)" % (100.0 * row["recall"], row["found"], row["trials"]) if row["trials"] else "-"
         lines.append("| `%s` | %s | %d | %s | %d of %d | %d of %d | %s | %d of %d |" % (
             rule, "/".join(row["levels"]) or "info", row["trials"], recall, row["failures"], row["trials"],
             row["before_failure"], row["failures"], lead, row["false_watches"], row["controls"]))
     lines.append("")
+    lines.append("Lead time by run (entry point, mode, steps): %s." % "; ".join(
+        "`%s`: %s" % (rule, ", ".join(row["by_run"])) for rule, row in summary["rules"].items()))
+    lines.append("")
+    alarm_rules = summary.get("control_alarm_rules") or {}
     lines.append("Controls: %d healthy runs, %d with a warn or error finding%s. Command: `%s`." % (
         summary["controls"], len(summary["control_alarms"]),
-        (" (%s)" % ", ".join(summary["control_alarms"])) if summary["control_alarms"] else "", command))
+        (" (%s)" % ", ".join("`%s` on %d" % kv for kv in sorted(alarm_rules.items()))) if alarm_rules else "",
+        command))
     return "\n".join(lines)
 
 

@@ -84,7 +84,7 @@ def test_summary_lead_times_and_false_watches():
     assert row["lead_s_median"] == 6.5 and row["false_watches"] == 1 and row["missed"] == ["c"]
     text = cp.table(cp.summarize(results), "cmd")
     assert "| `attention_logit_growth` | info | 3 | 67% (2 of 3) | 2 of 3 | 2 of 2 | 50 steps (40 to 60); 6.5 s " \
-           "(4 to 9) | 1 of 1 |" in text
+           "(4.0 to 9.0) | 1 of 1 |" in text
 
 
 @pytest.mark.slow
