@@ -108,5 +108,7 @@ def test_quick_precursors_watch_before_the_failure_and_stay_quiet_on_a_healthy_t
     # edge of stability comes a few steps before or after it (its lead time's range in RULES.md).
     assert results["attention_growth"]["lead_steps"] > 0 and results["adam_epsilon"]["lead_steps"] > 0
     control = results["control_transformer"]
-    assert control["watch"] == [] and control["alarms"] == [], control["findings"]
+    # The attention probe's extra forward pass every 2 steps may cost more CPU than a few-millisecond GRAPH step:
+    # monitoring_overhead says so, rightly (RULES.md); nothing else may warn.
+    assert control["watch"] == [] and set(control["alarms"]) <= {"monitoring_overhead"}, control["findings"]
     assert control["recorded"]["debug/attention/max_logit"]
