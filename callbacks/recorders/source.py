@@ -215,14 +215,8 @@ class LoopStats(nn.Cell):
                                          requires_grad=False)
         self.flight_capacity = 0
 
-    def construct(self, grads):
-        return self.record(grads)
-
     @ms.jit
-    def compiled(self, grads):
-        """:meth:`construct` as one compiled call in PYNATIVE_MODE (where a cell runs op by op). In GRAPH_MODE call
-        the cell itself: a cell's own compiled call costs the training thread about 1.5 ms less a step than a
-        ``mindspore.jit`` function's (measured on CPU, ``bench/step_cost.py --size 0.1m --entry loop``)."""
+    def construct(self, grads):
         return self.record(grads)
 
     def record(self, grads):
@@ -249,8 +243,7 @@ class LoopUpdate(nn.Cell):
         self.optimizer = optimizer
         self.stats = stats
 
-    # Not a mindspore.jit function: in GRAPH_MODE the cell's own compiled call is the cheaper one (see
-    # LoopStats.compiled).
+    @ms.jit
     def construct(self, grads):
         out = self.optimizer(grads)           # first in program order: the update never waits for the statistics
         return ops.depend(out, self.stats.record(grads))
@@ -290,7 +283,6 @@ class LoopSource:
         self.optimizer = optimizer
         self.table = table
         self.cell = LoopStats(grad_shapes)
-        self._graph = ms.get_context("mode") == ms.GRAPH_MODE
         self.num_lr_groups = None
         self.has_lr = optimizer is not None or (table is not None and table.has_lr)
         self.mismatch = None            # why the gradients given cannot be matched to the parameters
@@ -376,10 +368,7 @@ class LoopSource:
             self._started = True
             # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every
             # new value); mutable() makes it a variable.
-            if self._graph:
-                self.cell(ms.mutable(tuple(grads)))
-            else:
-                self.cell.compiled(ms.mutable(tuple(grads)))
+            self.cell(ms.mutable(tuple(grads)))
 
     def _fold_losses(self):
         for (step, _), value in zip(self._losses, loss_values([v for _, v in self._losses])):
