@@ -66,12 +66,15 @@ def ms_layouts(tmp_path_factory):
 @pytest.fixture(scope="session")
 def recorded_logdir(tmp_path_factory):
     """Two runs recorded by the real TrainMonitor from real MindSpore training (GRAPH_MODE, 32 steps each)."""
-    from ms_training import MONITORED_HPARAMS, train_tiny
+    from once import made_once
 
-    root = tmp_path_factory.mktemp("recorded")
-    train_tiny(root / "run_a", lr=0.05)
-    train_tiny(root / "run_b", lr=0.01, seed=1)
-    return root
+    def make(root):
+        from ms_training import train_tiny
+
+        train_tiny(root / "run_a", lr=0.05)
+        train_tiny(root / "run_b", lr=0.01, seed=1)
+
+    return made_once(tmp_path_factory, "recorded", make)
 
 
 @pytest.fixture(scope="session")
@@ -83,34 +86,65 @@ def monitored_run(tmp_path_factory):
 
     if importlib.util.find_spec("mindspore") is None:
         pytest.skip("mindspore is not installed")
-    root = tmp_path_factory.mktemp("monitored")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_training import MONITORED_HPARAMS, train_tiny; "
-            "train_tiny(sys.argv[2], epochs=2, lr=0.05, collect_freq=4, hparams=dict(MONITORED_HPARAMS))")
-    proc = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
-                           str(root / "monitored")], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, GLOG_v="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return root / "monitored"
+    from once import made_once
+
+    def make(root):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_training import MONITORED_HPARAMS, "
+                "train_tiny; train_tiny(sys.argv[2], epochs=2, lr=0.05, collect_freq=4, "
+                "hparams=dict(MONITORED_HPARAMS))")
+        proc = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
+                               str(root / "monitored")], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, GLOG_v="3"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "monitored", make) / "monitored"
 
 
-# CPU time per test (this process and the children it waited for), written as JSON lines to the file named by
-# TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run needs, since wall times depend on the load.
-_CPU_LOG = os.environ.get("TB_MINDSPORE_TEST_CPU")
-if _CPU_LOG:
-    import json
-    import resource
-    import time
+# CPU time per test and per fixture above function scope (this process and the children it waited for), written as
+# JSON lines to the file named by TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run needs, since wall
+# times depend on the load. A plugin object, not conftest hooks: a conftest's hooks do not see session fixtures.
+class _CpuLog:
+    def __init__(self, path):
+        self.path = path
 
+    @staticmethod
     def _cpu():
+        import resource
+
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
 
+    def _write(self, row, wall, own, kids):
+        import json
+        import time
+
+        own2, kids2 = self._cpu()
+        row.update(wall=time.monotonic() - wall, cpu=own2 - own, children=kids2 - kids,
+                   worker=os.environ.get("PYTEST_XDIST_WORKER"), end=time.time())
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(item, nextitem):
-        wall, (own, kids) = time.monotonic(), _cpu()
+    def pytest_runtest_protocol(self, item, nextitem):
+        import time
+
+        wall, (own, kids) = time.monotonic(), self._cpu()
         yield
-        own2, kids2 = _cpu()
-        with open(_CPU_LOG, "a") as f:
-            f.write(json.dumps({"test": item.nodeid, "wall": time.monotonic() - wall, "cpu": own2 - own,
-                                "children": kids2 - kids, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
-                                "end": time.time()}) + "\n")
+        self._write({"test": item.nodeid}, wall, own, kids)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        import time
+
+        if fixturedef.scope == "function":
+            yield
+            return
+        wall, (own, kids) = time.monotonic(), self._cpu()
+        yield
+        self._write({"fixture": fixturedef.argname, "scope": fixturedef.scope, "by": request.node.nodeid},
+                    wall, own, kids)
+
+
+def pytest_configure(config):
+    if os.environ.get("TB_MINDSPORE_TEST_CPU"):
+        config.pluginmanager.register(_CpuLog(os.environ["TB_MINDSPORE_TEST_CPU"]), "tb_mindspore_cpu_log")

@@ -2,7 +2,8 @@
 
 MindSpore runs in a subprocess (``ms_make_fixtures.py``), so that the reader under test is shown to work in a process
 that never imported MindSpore, and MindSpore's global context stays out of the other tests. The session
-fixtures of ``tests/conftest.py`` take them from here (the files are made only once).
+fixtures of ``tests/conftest.py`` take them from here (the files are made only once in a run, shared by its
+pytest-xdist workers).
 """
 
 import json
@@ -10,6 +11,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+from once import made_once
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _made = {}
@@ -50,15 +53,17 @@ class MsFixtures:
         return dest
 
 
+def _make(root, *sets):
+    proc = run_fixture_script(root, *sets)
+    if proc.returncode != 0:
+        raise RuntimeError("making MindSpore fixtures %s failed:\n%s\n%s"
+                           % (",".join(sets) or "", proc.stdout[-3000:], proc.stderr[-5000:]))
+
+
 def ms_fixtures(tmp_path_factory):
     """The session's MsFixtures (made on first use)."""
     if "fixtures" not in _made:
-        root = tmp_path_factory.mktemp("ms_summaries")
-        proc = run_fixture_script(root)
-        if proc.returncode != 0:
-            raise RuntimeError("making MindSpore fixtures failed:\n%s\n%s"
-                               % (proc.stdout[-3000:], proc.stderr[-5000:]))
-        _made["fixtures"] = MsFixtures(root)
+        _made["fixtures"] = MsFixtures(made_once(tmp_path_factory, "ms_summaries", _make))
     return _made["fixtures"]
 
 
@@ -69,12 +74,8 @@ def ms_layouts(tmp_path_factory):
     """MsFixtures of the "layouts" set (re-runs, resumes, one name with several kinds, odd histograms, eval-only
     and pipeline lineage; see ``ms_make_fixtures``), made on first use."""
     if "layouts" not in _made:
-        root = tmp_path_factory.mktemp("ms_layouts")
-        proc = run_fixture_script(root, ",".join(LAYOUTS))
-        if proc.returncode != 0:
-            raise RuntimeError("making MindSpore layout fixtures failed:\n%s\n%s"
-                               % (proc.stdout[-3000:], proc.stderr[-5000:]))
-        _made["layouts"] = MsFixtures(root)
+        _made["layouts"] = MsFixtures(made_once(tmp_path_factory, "ms_layouts",
+                                                lambda root: _make(root, ",".join(LAYOUTS))))
     return _made["layouts"]
 
 
