@@ -313,6 +313,7 @@ def fuzz_atheris(name, runs, max_seconds, rss_mb, keep=None):
     else:
         work = tempfile.mkdtemp(prefix="tbms-fuzz-%s-" % name)    # the corpus, and the input of an escape if any
     corpus = os.path.join(work, "corpus")
+    os.makedirs(corpus, exist_ok=True)
     _, seeds = make_target(name)
     for i, seed in enumerate(seeds):
         with open(os.path.join(corpus, "seed%d" % i), "wb") as f:
