@@ -58,6 +58,7 @@ class _Rank:
         self.refused = None    # why the file cannot be read at all (its header), or None
         self.rejected = {"all_zero": 0, "bad_step": 0, "bad_wall_time": 0}   # records left out, by reason
         self.dropped = 0       # older rows let go to keep at most MAX_KEPT_STEPS
+        self.bytes_read = 0    # bytes read from disk so far, all reads together (what a reload costs)
         self._read_once = False
         self._chunks = []
         self._arrays = None
@@ -150,6 +151,7 @@ class _RankFile(_Rank):
             with open(self.path, "rb") as f:
                 if self._dtype is None:
                     head = f.read(rank_file.MAX_HEADER_BYTES + 64)
+                    self.bytes_read += len(head)
                     try:
                         header, start = rank_file.parse_header(head)
                     except ValueError as e:        # RankFileError, or a header whose JSON is refused
@@ -174,6 +176,7 @@ class _RankFile(_Rank):
                     data = f.read(min(budget - done, chunk_bytes))
                     if not data:
                         break
+                    self.bytes_read += len(data)
                     records, used = rank_file.parse_records(data, self._dtype, 0)
                     done += used
                     self._offset += used
@@ -266,6 +269,7 @@ class _RankFolder(_Rank):
             while budget > 0 and mf.stat_size() > mf.offset and mf.has_unread():
                 payloads, _, nread = mf.read_payloads(min(budget, _READ_CHUNK))
                 budget -= max(nread, 1)
+                self.bytes_read += nread
                 if mf.restarts:
                     self._stamp = None
                     return changed
