@@ -163,10 +163,11 @@ def stopped(last_cols, n_cols, min_behind=2):
 
 def theil_sen(x, y, max_points=100):
     """Median of pairwise slopes (at most ``max_points`` evenly spaced points are paired)."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if x.size > max_points:
+    x, y = np.asarray(x), np.asarray(y)
+    if x.size > max_points:     # the points first, then float64: no copy of a long series
         idx = np.unique(np.linspace(0, x.size - 1, max_points).round().astype(int))
         x, y = x[idx], y[idx]
+    x, y = x.astype(np.float64), y.astype(np.float64)
     i, j = np.triu_indices(x.size, 1)
     dx = x[j] - x[i]
     keep = dx > 0
@@ -180,9 +181,15 @@ def memory_growth(steps, values, warmup=0.3, min_points=8, min_growth=0.1, min_m
     positive, the memory grew by at least ``min_growth`` of its level and ``min_mb`` MB, and at least ``rising`` of
     the non-zero changes between points go up. Returns ``{"first_step", "last_step", "start_mb", "end_mb",
     "mb_per_1000_steps"}`` or None."""
-    s, v = np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    # The series is read in its own dtype (no float64 copy of every point) and the cheap tests come first: the
+    # answer is the same as testing in any order, since every test must pass. A difference of two floats of one
+    # dtype has the sign, and is zero exactly when, their float64 difference has and is.
+    s, v = np.asarray(steps), np.asarray(values)
+    if not np.issubdtype(v.dtype, np.floating):
+        v = v.astype(np.float64)
     keep = np.isfinite(v)
-    s, v = s[keep], v[keep]
+    if not keep.all():
+        s, v = s[keep], v[keep]
     start = int(np.ceil(s.size * warmup))
     s, v = s[start:], v[start:]
     if s.size < min_points:
@@ -190,13 +197,15 @@ def memory_growth(steps, values, warmup=0.3, min_points=8, min_growth=0.1, min_m
     slope = theil_sen(s, v)
     if slope <= 0:
         return None
+    grown = slope * (float(s[-1]) - float(s[0]))
+    if grown < min_mb:
+        return None
     d = np.diff(v)
     d = d[d != 0]
     if not d.size or float((d > 0).mean()) < rising:
         return None
-    grown = slope * (s[-1] - s[0])
-    level = float(np.median(v[: max(1, v.size // 4)]))
-    if grown < min_mb or grown < min_growth * max(level, 1e-9):
+    level = float(np.median(np.asarray(v[: max(1, v.size // 4)], dtype=np.float64)))
+    if grown < min_growth * max(level, 1e-9):
         return None
     return {"first_step": int(s[0]), "last_step": int(s[-1]), "start_mb": float(v[0]), "end_mb": float(v[-1]),
             "mb_per_1000_steps": slope * 1000.0}
