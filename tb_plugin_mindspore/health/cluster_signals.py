@@ -164,8 +164,8 @@ def stopped(last_cols, n_cols, min_behind=2):
 def theil_sen(x, y, max_points=100):
     """Median of pairwise slopes (at most ``max_points`` evenly spaced points are paired)."""
     x, y = np.asarray(x), np.asarray(y)
-    if x.size > max_points:     # the points first, then float64: no copy of a long series
-        idx = np.unique(np.linspace(0, x.size - 1, max_points).round().astype(int))
+    idx = _sample(x.size, max_points)
+    if idx is not None:     # the points first, then float64: no copy of a long series
         x, y = x[idx], y[idx]
     x, y = x.astype(np.float64), y.astype(np.float64)
     i, j = np.triu_indices(x.size, 1)
@@ -184,17 +184,64 @@ def memory_growth(steps, values, warmup=0.3, min_points=8, min_growth=0.1, min_m
     # The series is read in its own dtype (no float64 copy of every point) and the cheap tests come first: the
     # answer is the same as testing in any order, since every test must pass. A difference of two floats of one
     # dtype has the sign, and is zero exactly when, their float64 difference has and is.
+    s, v = _after_warmup(steps, values, warmup)
+    if s.size < min_points:
+        return None
+    return _growth(s, v, theil_sen(s, v), min_growth, min_mb, rising)
+
+
+def _after_warmup(steps, values, warmup, nonfinite=None):
+    """``(steps, values)`` of the finite values after the first ``warmup`` share of them (views where nothing is
+    left out; ``nonfinite=0``: the caller knows every value is finite)."""
     s, v = np.asarray(steps), np.asarray(values)
     if not np.issubdtype(v.dtype, np.floating):
         v = v.astype(np.float64)
-    keep = np.isfinite(v)
-    if not keep.all():
-        s, v = s[keep], v[keep]
+    if nonfinite != 0:
+        keep = np.isfinite(v)
+        if not keep.all():
+            s, v = s[keep], v[keep]
     start = int(np.ceil(s.size * warmup))
-    s, v = s[start:], v[start:]
-    if s.size < min_points:
-        return None
-    slope = theil_sen(s, v)
+    return s[start:], v[start:]
+
+
+def _sample(n, max_points=100):
+    """The indices :func:`theil_sen` pairs for ``n`` points (None: all)."""
+    return np.unique(np.linspace(0, n - 1, max_points).round().astype(int)) if n > max_points else None
+
+
+def memory_growth_many(columns, warmup=0.3, min_points=8, min_growth=0.1, min_mb=64.0, rising=0.6):
+    """``[memory_growth(steps, values, ...) or None]`` for ``columns`` ``[(steps, values, nonfinite) or None]``
+    (``nonfinite``: how many values are NaN or infinite when known, 0 skips looking; None: look), the same answers
+    as one call each: the Theil-Sen slopes of the series that share their sampled steps are worked out together
+    (what 1,024 ranks x 100,000 rows cost is then one matrix of pairwise slopes, not 1,024 loops)."""
+    out = [None] * len(columns)
+    groups = {}
+    for i, column in enumerate(columns):
+        if column is None:
+            continue
+        s, v = _after_warmup(column[0], column[1], warmup, column[2])
+        if s.size < min_points:
+            continue
+        idx = _sample(s.size)
+        xs = (s if idx is None else s[idx]).astype(np.float64)
+        groups.setdefault((s.size, xs.tobytes()), []).append((i, s, v, xs, idx))
+    for members in groups.values():
+        xs = members[0][3]
+        i_, j_ = np.triu_indices(xs.size, 1)
+        dx = xs[j_] - xs[i_]
+        keep = dx > 0
+        if not keep.any():
+            slopes = np.zeros(len(members))
+        else:
+            ys = np.stack([(v if idx is None else v[idx]).astype(np.float64) for _, _, v, _, idx in members])
+            slopes = np.median((ys[:, j_] - ys[:, i_])[:, keep] / dx[keep], axis=1)
+        for (i, s, v, _, _), slope in zip(members, slopes):
+            out[i] = _growth(s, v, float(slope), min_growth, min_mb, rising)
+    return out
+
+
+def _growth(s, v, slope, min_growth, min_mb, rising):
+    """The rest of :func:`memory_growth` once the slope of ``s``, ``v`` (after the warm-up) is known."""
     if slope <= 0:
         return None
     grown = slope * (float(s[-1]) - float(s[0]))

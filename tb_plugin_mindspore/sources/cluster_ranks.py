@@ -98,6 +98,11 @@ class _Rank:
             out.append("cannot be read: %s" % self.error)
         return out
 
+    def nonfinite(self, field):
+        """How many values of ``field`` in :meth:`arrays` are NaN or infinite, or None when not known without
+        looking at every one."""
+        return None
+
     def arrays(self):
         """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
         row (a re-run into the same run folder)."""
@@ -137,10 +142,11 @@ class _RankFile(_Rank):
         self._n = 0
         self._let_go = 0       # rows let go when the buffer was full
         self._in_order = True  # steps strictly increasing over the rows held (no step written twice)
+        self._bad = {}         # field -> NaN or infinite values among the rows held (counted as they come)
 
     def _reset(self):
         self._offset, self._dtype, self.header, self._arrays = 0, None, {}, None
-        self._buf, self._n, self._let_go, self._in_order = None, 0, 0, True
+        self._buf, self._n, self._let_go, self._in_order, self._bad = None, 0, 0, True, {}
         self.refused = None
         self.rejected = dict.fromkeys(self.rejected, 0)
         self.dropped = 0
@@ -240,12 +246,23 @@ class _RankFile(_Rank):
             buf = np.empty(self._capacity(), dtype=self._dtype)
             buf[:held.size] = held
             self._buf, self._n = buf, held.size
+            self._bad = _count_nonfinite(held)
         elif self._buf is None or self._n + good.size > self._buf.size:
             self._reserve(self._n + good.size)
         self._buf[self._n:self._n + good.size] = good
         self._n += good.size
+        for f, n in _count_nonfinite(good).items():
+            self._bad[f] = self._bad.get(f, 0) + n
         self._arrays = None
         return True
+
+    def nonfinite(self, field):
+        if not self._in_order or field not in self._bad:
+            return None
+        hidden = max(0, self._n - MAX_KEPT_STEPS)      # rows held before the newest MAX_KEPT_STEPS
+        if not hidden:
+            return self._bad[field]
+        return self._bad[field] - int(np.count_nonzero(~np.isfinite(self._buf[field][:hidden])))
 
     def _build(self):
         self.dropped = self._let_go + max(0, self._n - MAX_KEPT_STEPS)
@@ -358,6 +375,11 @@ class _RankFolder(_Rank):
             walls[idx] = np.fmax(walls[idx], np.asarray(w, dtype=np.float64)[keep])
             columns[field] = col
         return steps, walls, columns
+
+
+def _count_nonfinite(records):
+    """``{field: NaN or infinite values}`` of the value fields of ``records``."""
+    return {f: int(np.count_nonzero(~np.isfinite(records[f]))) for f in records.dtype.names[2:] if f in _FIELDS}
 
 
 def _scalar_of(value):
@@ -488,18 +510,27 @@ class ClusterData:
             self._tails[k] = got
             return got
 
-    def rank_columns(self, field):
+    @staticmethod
+    def present(field, values):
+        """Which of a rank's ``values`` of ``field`` count as recorded (see :meth:`rank_columns`)."""
+        return _present(field, values)
+
+    def rank_columns(self, field, present=True):
         """``[(steps, values, present) or None]`` per rank (in :attr:`ranks` order) of ``field`` on the rank's own
-        rows, ``present`` as in :meth:`aligned` (what a row of its matrix holds where the rank has rows), or None
-        when no rank has the field. Nothing is aligned: what the per-rank rules (memory) read."""
+        rows, ``present`` as in :meth:`aligned` (what a row of its matrix holds where the rank has rows; with
+        ``present=False``: instead the number of NaN or infinite values when known without looking, else None), or
+        None when no rank has the field. Nothing is aligned: what the per-rank rules (memory) read."""
         ranks = self.ranks
         per = [r.arrays() for r in ranks]
         if not any(field in cols for _, _, cols in per):
             return None
         out = []
-        for s, _, cols in per:
+        for r, (s, _, cols) in zip(ranks, per):
             col = cols.get(field)
-            out.append(None if col is None or not col.size else (s, col, _present(field, col)))
+            if col is None or not col.size:
+                out.append(None)
+            else:
+                out.append((s, col, _present(field, col) if present else r.nonfinite(field)))
         return out
 
 

@@ -162,18 +162,13 @@ def memory_growth(run, cfg):
     ranks = data.ranks
     out = []
     for field, label in (("host_memory_mb", "Host memory (RSS)"), ("device_memory_mb", "Device memory")):
-        columns = data.rank_columns(field)     # each rank's own rows: nothing aligned
+        # each rank's own rows, nothing aligned: a memory value not measured is NaN, which memory_growth leaves out
+        columns = data.rank_columns(field, present=False)
         if columns is None:
             continue
-        hits = []
-        for i, column in enumerate(columns):
-            if column is None:
-                continue
-            steps, x, _ = column     # a memory value not measured is NaN, which memory_growth leaves out
-            g = signals.memory_growth(steps, x, warmup=cfg["warmup"], min_points=cfg["min_points"],
-                                      min_growth=cfg["min_growth"], min_mb=cfg["min_mb"], rising=cfg["rising"])
-            if g is not None:
-                hits.append((i, g))
+        found = signals.memory_growth_many(columns, warmup=cfg["warmup"], min_points=cfg["min_points"],
+                                           min_growth=cfg["min_growth"], min_mb=cfg["min_mb"], rising=cfg["rising"])
+        hits = [(i, g) for i, g in enumerate(found) if g is not None]
         if not hits:
             continue
         i, g = max(hits, key=lambda h: h[1]["mb_per_1000_steps"])
@@ -197,15 +192,16 @@ def device_memory_limit(run, cfg):
     if data is None:
         return []
     ranks = data.ranks
-    used_columns, limit_columns = data.rank_columns("device_memory_mb"), data.rank_columns("device_limit_mb")
+    used_columns = data.rank_columns("device_memory_mb", present=False)
+    limit_columns = data.rank_columns("device_limit_mb", present=False)
     if used_columns is None or limit_columns is None:
         return []
     worst = None
     for i, (used, limit) in enumerate(zip(used_columns, limit_columns)):
-        if used is None or limit is None:
-            continue
-        lim = limit[1][limit[2] & np.isfinite(limit[1])]
-        up = used[2]
+        if used is None or limit is None or used[2] == used[1].size or limit[2] == limit[1].size:
+            continue     # no finite value (known without looking: the CPU backend records none): nothing to judge
+        lim = limit[1][data.present("device_limit_mb", limit[1]) & np.isfinite(limit[1])]
+        up = data.present("device_memory_mb", used[1])
         if not lim.size or not up.any():
             continue
         steps, values = used[0][up], used[1][up]
