@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of every record reader and JSON side-file parser, and the torn-write matrix at scale.
 
     python bench/fuzz.py [--targets all|NAME,...] [--runs 10000000] [--max-seconds S] [--engine atheris|hypothesis]
-                         [--rss-mb 1024] [--torn SAMPLES]
+                         [--rss-mb 1024] [--keep DIR] [--torn SAMPLES]
 
 Each target is run in its own process by atheris (libFuzzer's coverage-guided mutation of Python code; installed
 with ``pip install atheris``, wheels for CPython 3.11 on x86-64 Linux) for ``--runs`` executions or
@@ -10,6 +10,9 @@ Hypothesis' random binary inputs, not coverage-guided: the fallback where atheri
 an exception leaving the reader (what a hostile file could make reach TensorBoard or a command) or a broken
 invariant (a record returned that was not written); the process stops at the first one and prints the input.
 Memory: libFuzzer's ``-rss_limit_mb`` (a target over it is a failure) and the peak resident size is reported.
+``--keep DIR`` keeps each target's corpus in ``DIR/<target>/corpus`` and a ledger of the runs (``DIR/ledger.jsonl``):
+the next run goes on from the corpus the last one grew, and ``--runs`` counts over all of them (``--max-seconds`` a
+sitting), so 10^7 executions per target can be reached in several sittings.
 
 Targets (each the code a reader runs on bytes from a file):
 
@@ -301,10 +304,15 @@ def run_atheris_child(name, runs, max_seconds, rss_mb, corpus):
     atheris.Fuzz()
 
 
-def fuzz_atheris(name, runs, max_seconds, rss_mb):
-    work = tempfile.mkdtemp(prefix="tbms-fuzz-%s-" % name)    # the corpus, and the input of an escape if any
+def fuzz_atheris(name, runs, max_seconds, rss_mb, keep=None):
+    """One atheris run of target ``name``; with ``keep`` (a folder) its corpus is ``keep/<name>/corpus``, kept and
+    grown from one run to the next, so that several runs are one longer fuzzing of the target."""
+    if keep:
+        work = os.path.join(keep, name)
+        os.makedirs(os.path.join(work, "corpus"), exist_ok=True)
+    else:
+        work = tempfile.mkdtemp(prefix="tbms-fuzz-%s-" % name)    # the corpus, and the input of an escape if any
     corpus = os.path.join(work, "corpus")
-    os.mkdir(corpus)
     _, seeds = make_target(name)
     for i, seed in enumerate(seeds):
         with open(os.path.join(corpus, "seed%d" % i), "wb") as f:
@@ -321,7 +329,7 @@ def fuzz_atheris(name, runs, max_seconds, rss_mb):
     peak = re.findall(r"stat::peak_rss_mb:\s+(\d+)", text)
     cov = re.findall(r"cov: (\d+)", text)
     escaped = proc.returncode != 0
-    if not escaped:
+    if not escaped and not keep:
         shutil.rmtree(work, ignore_errors=True)
     return {"target": name, "engine": "atheris", "executions": execs, "seconds": round(wall, 1),
             "exec_per_s": round(execs / wall) if wall else None, "escapes": int(escaped),
@@ -401,6 +409,9 @@ def main():
     p.add_argument("--engine", choices=("auto", "atheris", "hypothesis"), default="auto")
     p.add_argument("--rss-mb", type=int, default=1024)
     p.add_argument("--torn", type=int, default=None, metavar="SAMPLES")
+    p.add_argument("--keep", default=None, metavar="DIR",
+                   help="keep each target's corpus and a ledger of runs in DIR: --runs then counts over every run "
+                        "kept there (a long fuzzing done in several sittings)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
     args, _ = p.parse_known_args()
@@ -419,19 +430,71 @@ def main():
         except ImportError:
             engine = "hypothesis"
     names = TARGETS if args.targets == "all" else [t for t in args.targets.split(",") if t]
+    if args.keep and engine != "atheris":
+        p.error("--keep needs atheris (pip install atheris)")
     rows = []
     for name in names:
-        run = fuzz_atheris if engine == "atheris" else fuzz_hypothesis
-        row = run(name, args.runs, args.max_seconds, args.rss_mb)
+        runs = args.runs
+        if args.keep:       # what the target still lacks of --runs over every run kept in the ledger
+            runs -= ledger_total(args.keep, name)["executions"]
+            if runs <= 0:
+                continue
+        if engine == "atheris":
+            row = fuzz_atheris(name, runs, args.max_seconds, args.rss_mb, keep=args.keep)
+        else:
+            row = fuzz_hypothesis(name, runs, args.max_seconds, args.rss_mb)
         rows.append(row)
         print("%-10s %-10s %12d executions %8.0f s %8s exec/s  escapes %d  peak RSS %s MB  edges %s" % (
             name, row["engine"], row["executions"], row["seconds"], row["exec_per_s"], row["escapes"],
             row["peak_rss_mb"], row["coverage_edges"]), flush=True)
         if row["escapes"]:
             print(row["detail"], file=sys.stderr)
-    print(json.dumps({"bench": "fuzz", "load": round(os.getloadavg()[0], 1),
-                      "rows": [{k: v for k, v in r.items() if k != "detail"} for r in rows]}))
+        if args.keep:
+            ledger_add(args.keep, row)
+    out = {"bench": "fuzz", "load": round(os.getloadavg()[0], 1),
+           "rows": [{k: v for k, v in r.items() if k != "detail"} for r in rows]}
+    if args.keep:
+        out["kept"] = {name: ledger_total(args.keep, name) for name in names}
+        for name, total in out["kept"].items():
+            print("%-10s in all (%d runs kept in %s): %d executions, %.0f s, %d escapes" % (
+                name, total["runs"], args.keep, total["executions"], total["seconds"], total["escapes"]))
+    print(json.dumps(out))
     sys.exit(1 if any(r["escapes"] for r in rows) else 0)
+
+
+# -- a fuzzing kept over several runs --------------------------------------------------------------------------------
+LEDGER = "ledger.jsonl"
+
+
+def ledger_add(keep, row):
+    """Appends one run's row (``keep/ledger.jsonl``, one JSON object a line, with the time it ended)."""
+    path = os.path.join(keep, LEDGER)
+    cut = False
+    if os.path.exists(path) and os.path.getsize(path):
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            cut = f.read(1) != b"\n"         # a line a crash cut: the row starts on a line of its own
+    with open(path, "a") as f:
+        f.write(("\n" if cut else "") + json.dumps(dict({k: v for k, v in row.items() if k != "detail"}, ended=time.time())) + "\n")
+
+
+def ledger_total(keep, name):
+    """``{"runs", "executions", "seconds", "escapes"}`` of target ``name`` over the runs in the ledger."""
+    total = {"runs": 0, "executions": 0, "seconds": 0.0, "escapes": 0}
+    path = os.path.join(keep, LEDGER)
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:      # a line cut by a crash
+                    continue
+                if row.get("target") == name:
+                    total["runs"] += 1
+                    total["executions"] += int(row.get("executions") or 0)
+                    total["seconds"] += float(row.get("seconds") or 0)
+                    total["escapes"] += int(row.get("escapes") or 0)
+    return total
 
 
 if __name__ == "__main__":

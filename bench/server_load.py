@@ -465,6 +465,7 @@ def measure(data, loader, args):
         live.stop()
         time.sleep(args.settle)
         out["rss_during_max_mb"] = round(max(rss), 1) if rss else None
+        out["rss_during_mb"] = [round(v) for v in rss[::max(1, len(rss) // 30)]]     # its course, ~30 samples
         out["rss_after_mb"] = round(server.rss(), 1)
         out["live_points"] = live.points
     every = [ms for values in lat.values() for ms in values]

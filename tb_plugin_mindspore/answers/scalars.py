@@ -21,6 +21,7 @@ the maxes).
 """
 
 import collections
+import threading
 
 import numpy as np
 from tensorboard import errors
@@ -47,6 +48,11 @@ class ScalarsBatch:
         self._cache = cache
         self._flights = series_cache.SingleFlight()
         self._answers = encode.ResponseCache(max_bytes=32 * 1024 * 1024, max_entries=512)
+        # A batch's compressed answer is kept from the second time its request is seen: a page refreshing its
+        # charts asks the same batches again and again; a one-off combination of runs (a selection being made)
+        # would only fill the cache (its series' texts are kept per series all the same).
+        self._asked = collections.OrderedDict()
+        self._asked_lock = threading.Lock()
 
     # -- routes --------------------------------------------------------------------------------------------------
     def one(self, ctx, eid, run, tag, max_points, window=None, with_superseded=False):
@@ -93,8 +99,19 @@ class ScalarsBatch:
             missing = []
             parts = self._text(sources, runs, tags, how, tokens, missing)
             answer = encode.Gzipped('{"series":[%s],"missing":%s}' % (",".join(parts), encode.dumps(missing)))
-            self._answers.put(key, token, answer, size=len(answer))
+            if self._asked_before(key):
+                self._answers.put(key, token, answer, size=len(answer))
         return answer
+
+    def _asked_before(self, key, keep=4096):
+        """Whether ``key`` was asked for before (the last ``keep`` keys are remembered)."""
+        with self._asked_lock:
+            seen = key in self._asked
+            self._asked[key] = True
+            self._asked.move_to_end(key)
+            while len(self._asked) > keep:
+                self._asked.popitem(last=False)
+        return seen
 
     @staticmethod
     def _key(run, tag, how):

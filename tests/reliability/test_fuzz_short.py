@@ -25,3 +25,25 @@ def test_every_reader_survives_fuzzing_short(tmp_path):
         assert row["peak_rss_mb"] is None or row["peak_rss_mb"] < 1024, row
     assert proc.returncode == 0
     assert not [n for n in os.listdir(str(tmp_path)) if n.startswith("crash-")]
+
+
+def test_a_fuzzing_kept_over_several_runs_counts_them_all(tmp_path):
+    """``bench/fuzz.py --keep DIR``: each run's row goes into DIR's ledger; ``--runs`` is then counted over all of
+    them (a line cut by a crash is skipped)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import fuzz
+    finally:
+        sys.path.pop(0)
+    keep = str(tmp_path)
+    assert fuzz.ledger_total(keep, "records") == {"runs": 0, "executions": 0, "seconds": 0.0, "escapes": 0}
+    fuzz.ledger_add(keep, {"target": "records", "executions": 4_000_000, "seconds": 1200.5, "escapes": 0,
+                           "detail": "left out"})
+    fuzz.ledger_add(keep, {"target": "json", "executions": 10, "seconds": 1.0, "escapes": 0})
+    with open(os.path.join(keep, fuzz.LEDGER), "a") as f:
+        f.write('{"target": "records", "execu')
+    fuzz.ledger_add(keep, {"target": "records", "executions": 6_500_000, "seconds": 1800.0, "escapes": 0})
+    assert fuzz.ledger_total(keep, "records") == {"runs": 2, "executions": 10_500_000, "seconds": 3000.5,
+                                                  "escapes": 0}
+    with open(os.path.join(keep, fuzz.LEDGER)) as f:
+        assert "left out" not in f.read()
