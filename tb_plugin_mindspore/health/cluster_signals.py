@@ -217,8 +217,8 @@ def memory_growth_many(columns, warmup=0.3, min_points=8, min_growth=0.1, min_mb
     out = [None] * len(columns)
     groups = {}
     for i, column in enumerate(columns):
-        if column is None:
-            continue
+        if column is None or column[2] == np.size(column[1]):
+            continue        # no finite value
         s, v = _after_warmup(column[0], column[1], warmup, column[2])
         if s.size < min_points:
             continue

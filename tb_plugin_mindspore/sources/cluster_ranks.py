@@ -219,8 +219,9 @@ class _RankFile(_Rank):
         rows = min(rows, self._capacity())
         if self._buf is not None and self._buf.size >= rows:
             return
-        buf = np.empty(max(rows, 1024 if self._buf is None else min(self._capacity(), 2 * self._buf.size)),
-                       dtype=self._dtype)
+        # an eighth more than asked for: the rows appended next fit without moving the others
+        size = min(self._capacity(), max(rows + rows // 8, 1024, 0 if self._buf is None else 2 * self._buf.size))
+        buf = np.empty(size, dtype=self._dtype)
         if self._n:
             buf[:self._n] = self._buf[:self._n]
         self._buf = buf
@@ -494,7 +495,9 @@ class ClusterData:
                     places.append(slice(0, 0))
                     behind.append(-1)
                     continue
-                start = int(np.searchsorted(s, steps[0])) if steps.size else s.size
+                # steps[0] is at least the rank's k-th newest step (the union holds those k): look only there
+                first = max(0, s.size - k)
+                start = first + int(np.searchsorted(s[first:], steps[0])) if steps.size else s.size
                 ts = s[start:]
                 cut.append((ts, w[start:], {f: c[start:] for f, c in cols.items()}, cols, start))
                 place = _place(steps, ts) if ts.size != steps.size or not np.array_equal(ts, steps) \

@@ -50,15 +50,16 @@ def _rank_waits(run):
     if data is None:
         return None
     ranks = data.ranks
-    waits, times = data.rank_columns("data_wait_ms"), data.rank_columns("step_time_ms")
+    waits = data.rank_columns("data_wait_ms", present=False)
+    times = data.rank_columns("step_time_ms", present=False)
     if not ranks or waits is None or times is None:
         return None
     own = (run.info or {}).get("rank") if isinstance(run.info, dict) else None
     i = next((k for k, r in enumerate(ranks) if r.rank == own), 0)
     if waits[i] is None or times[i] is None:
         return "", np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
-    (steps, w, wp), (_, s, sp) = waits[i], times[i]    # one rank's own rows: the same steps
-    keep = wp & sp
+    (steps, w, _), (_, s, _) = waits[i], times[i]    # one rank's own rows: the same steps
+    keep = data.present("data_wait_ms", w) & data.present("step_time_ms", s)
     return "", steps[keep], w[keep], s[keep]
 
 
