@@ -15,6 +15,7 @@ findings and the callbacks into live events. Sources:
   steps going up: a leak grows steadily, a cache fills and stops.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -204,9 +205,14 @@ def _after_warmup(steps, values, warmup, nonfinite=None):
     return s[start:], v[start:]
 
 
+@functools.lru_cache(maxsize=64)
 def _sample(n, max_points=100):
-    """The indices :func:`theil_sen` pairs for ``n`` points (None: all)."""
-    return np.unique(np.linspace(0, n - 1, max_points).round().astype(int)) if n > max_points else None
+    """The indices :func:`theil_sen` pairs for ``n`` points (None: all; read-only, shared)."""
+    if n <= max_points:
+        return None
+    idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(int))
+    idx.flags.writeable = False
+    return idx
 
 
 def memory_growth_many(columns, warmup=0.3, min_points=8, min_growth=0.1, min_mb=64.0, rising=0.6):
@@ -231,12 +237,26 @@ def memory_growth_many(columns, warmup=0.3, min_points=8, min_growth=0.1, min_mb
         dx = xs[j_] - xs[i_]
         keep = dx > 0
         if not keep.any():
-            slopes = np.zeros(len(members))
+            for i, s, v, _, _ in members:
+                out[i] = _growth(s, v, 0.0, min_growth, min_mb, rising)
+            continue
+        ys = np.stack([(v if idx is None else v[idx]).astype(np.float64) for _, _, v, _, idx in members])
+        pairs = (ys[:, j_] - ys[:, i_]) / dx if keep.all() else (ys[:, j_] - ys[:, i_])[:, keep] / dx[keep]
+        # A series grows by min_mb only if its slope (the median of its pairwise slopes) reaches min_mb / its span,
+        # so at least half of its pairwise slopes do: those that do not are left out before any median is taken
+        # (a hair below that line, so that rounding cannot leave out one that _growth would find).
+        spans = np.array([float(s[-1]) - float(s[0]) for _, s, _, _, _ in members])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            line = np.where(spans > 0, min_mb / spans, np.inf) * (1 - 1e-9) if min_mb > 0 else None
+        if line is not None:
+            can = 2 * np.count_nonzero(pairs >= line[:, None], axis=1) >= pairs.shape[1]
         else:
-            ys = np.stack([(v if idx is None else v[idx]).astype(np.float64) for _, _, v, _, idx in members])
-            slopes = np.median((ys[:, j_] - ys[:, i_])[:, keep] / dx[keep], axis=1)
-        for (i, s, v, _, _), slope in zip(members, slopes):
-            out[i] = _growth(s, v, float(slope), min_growth, min_mb, rising)
+            can = np.ones(len(members), dtype=bool)
+        slopes = np.full(len(members), np.nan)
+        if can.any():
+            slopes[can] = np.median(pairs[can], axis=1)
+        for (i, s, v, _, _), slope, ok in zip(members, slopes, can):
+            out[i] = _growth(s, v, float(slope), min_growth, min_mb, rising) if ok else None
     return out
 
 

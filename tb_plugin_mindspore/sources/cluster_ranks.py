@@ -143,10 +143,11 @@ class _RankFile(_Rank):
         self._let_go = 0       # rows let go when the buffer was full
         self._in_order = True  # steps strictly increasing over the rows held (no step written twice)
         self._bad = {}         # field -> NaN or infinite values among the rows held (counted as they come)
+        self._hidden_bad = {}  # (field, rows held, _bad[field]) -> nonfinite(field), worked out once
 
     def _reset(self):
         self._offset, self._dtype, self.header, self._arrays = 0, None, {}, None
-        self._buf, self._n, self._let_go, self._in_order, self._bad = None, 0, 0, True, {}
+        self._buf, self._n, self._let_go, self._in_order, self._bad, self._hidden_bad = None, 0, 0, True, {}, {}
         self.refused = None
         self.rejected = dict.fromkeys(self.rejected, 0)
         self.dropped = 0
@@ -254,7 +255,7 @@ class _RankFile(_Rank):
         self._n += good.size
         for f, n in _count_nonfinite(good).items():
             self._bad[f] = self._bad.get(f, 0) + n
-        self._arrays = None
+        self._arrays, self._hidden_bad = None, {}
         return True
 
     def nonfinite(self, field):
@@ -263,7 +264,12 @@ class _RankFile(_Rank):
         hidden = max(0, self._n - MAX_KEPT_STEPS)      # rows held before the newest MAX_KEPT_STEPS
         if not hidden:
             return self._bad[field]
-        return self._bad[field] - int(np.count_nonzero(~np.isfinite(self._buf[field][:hidden])))
+        key = (field, self._n, self._bad[field])
+        got = self._hidden_bad.get(key)
+        if got is None:
+            got = self._hidden_bad[key] = self._bad[field] - int(
+                np.count_nonzero(~np.isfinite(self._buf[field][:hidden])))
+        return got
 
     def _build(self):
         self.dropped = self._let_go + max(0, self._n - MAX_KEPT_STEPS)
