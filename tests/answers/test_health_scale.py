@@ -28,6 +28,7 @@ def test_bench_health_scale_short_form(tmp_path):
     # the first answer after the append judged steps 2001-2200 of every rank still written and of the event file
     # (the bench waits for it: "went on to step 2200", "steps 1-2200"); in process every point was judged
     assert set(here["series_points"].values()) == {2200}, here["series_points"]
+    assert served["every_point"], served     # and the served answer came to judge every point too
     # after the first read, the rank files' reader read what was appended and nothing else
     assert here["rank_bytes_after_append"] == here["rank_bytes_appended"] == 63 * 200 * 44, here
     assert served["warm_ms"] < 300 and here["warm"]["wall"] < 300, (served, here["warm"])
