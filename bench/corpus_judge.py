@@ -116,7 +116,7 @@ def right_place(spec, meta, finding):
     if fault.rank:
         ranks = finding.get("ranks")
         if ranks is None:
-            m = re.match(r"\s*Ranks? ([\d, and]+)", finding["message"])
+            m = re.search(r"\b[Rr]anks? ([\d, and]+)", finding["message"])    # "Rank 3 ...", "... of rank 1 ..."
             ranks = [int(r) for r in re.findall(r"\d+", m.group(1))] if m else []
         return list(ranks) == [spec.fault_rank]
     return None
@@ -184,12 +184,15 @@ def judge_run(out, spec):
 
 
 def void_reason(spec, run):
-    """Why a fault run is no trial (the fault did not take effect), or "". ``input_bound``: the pipeline sleeps
+    """Why a run is no trial, or "": a fault that did not take effect, or a healthy run that overfits in fact
+    (:func:`overfits`). ``input_bound``: the pipeline sleeps
     ``SLOW_BATCH_S`` a batch and prefetches while the step runs, so a run whose steps take longer (a slow mode on a
     loaded machine) never waits for data. ``overfitting``: the network must fit its few noisy samples (the train
     loss's last points under half its first ones); one that does not, in the run's steps, cannot overfit them."""
     from tb_plugin_mindspore import metadata
 
+    if spec.kind == "healthy":
+        return overfits(run)
     if spec.kind != "fault":
         return ""
     if spec.case == "overfitting":
@@ -215,6 +218,39 @@ def void_reason(spec, run):
     return ""
 
 
+def overfits(run, margin=0.05, last=3):
+    """Why a run planned healthy overfits in fact, or "": its recorded eval loss ends (its last point and the
+    median of its last ``last`` points) more than ``margin`` above its best while the train loss fell from the best
+    evaluation to the end (Prechelt's generalization loss above 5%, measured here on the run's own series; tiny
+    models trained long on small data do this whatever the plan called them). A warning there is right, not a false
+    alarm; such runs are listed apart."""
+    from tb_plugin_mindspore import metadata
+
+    ev, tr = run.scalars.get(metadata.EVAL_LOSS), run.scalars.get(metadata.LOSS)
+    if ev is None or tr is None or len(ev) < last + 1:
+        return ""
+    steps, x = np.asarray(ev.steps), np.asarray(ev.values, dtype=float)
+    ok = np.isfinite(x)
+    steps, x = steps[ok], x[ok]
+    if x.size < last + 1:
+        return ""
+    best = int(np.argmin(x))
+    end, tail = float(x[-1]), float(np.median(x[-last:]))
+    if best >= x.size - 1 or min(end, tail) <= (1 + margin) * float(x[best]):
+        return ""
+    ts, tv = np.asarray(tr.steps), np.asarray(tr.values, dtype=float)
+    at_best, at_end = tv[(ts <= steps[best]) & np.isfinite(tv)], tv[np.isfinite(tv)]
+    if not at_best.size or not at_end.size:
+        return ""
+    before, after = float(np.median(at_best[-last:])), float(np.median(at_end[-last:]))
+    if after >= before:
+        return ""
+    return ("planned healthy, overfits in fact: its eval loss rose from its best %.4g at step %d to %.4g at step %d "
+            "(+%.0f%%) while its train loss fell from %.4g to %.4g" % (
+                float(x[best]), int(steps[best]), end, int(steps[-1]), 100 * (end / float(x[best]) - 1), before,
+                after))
+
+
 def _write(out, result):
     os.makedirs(os.path.join(out, "results"), exist_ok=True)
     path = os.path.join(out, "results", result["id"] + ".json")
@@ -230,7 +266,7 @@ def _median(values):
 
 def summarize(results, rule_ids):
     """``{"rules": {rule: row}, "catalogue": {...}, "healthy": {...}, "faults": {case: {...}}}``."""
-    healthy = [r for r in results if r["kind"] == "healthy" and r.get("status") == "trained"]
+    healthy = [r for r in results if r["kind"] == "healthy" and r.get("status") == "trained" and not r.get("void")]
     faulty = [r for r in results if r["kind"] == "fault" and r.get("status") == "trained" and not r.get("void")]
     rows = {}
     def required(r):

@@ -11,6 +11,7 @@ share two cores here, and CPU-bound steps would make the timings a matter of sch
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,7 +39,8 @@ def run_job(spec, out, timeout=600):
     """Runs the job of ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``."""
     run_dir = os.path.join(out, "runs", spec.id)
     work = os.path.join(out, "work", spec.id)
-    os.makedirs(work, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)     # a job trained again: its old done markers would end it at once
+    os.makedirs(work)
     os.makedirs(os.path.join(out, "meta"), exist_ok=True)
     bin_dir = os.path.dirname(sys.executable)
     cmd = [os.path.join(bin_dir, "msrun"), "--worker_num=%d" % WORKERS, "--local_worker_num=%d" % WORKERS,

@@ -176,7 +176,8 @@ def table(summary, rules, command):
     void = summary.get("void") or {}
     if void:
         lines.append("")
-        lines.append("Left out, the fault did not take effect: %s." % "; ".join(
+        lines.append("Left out (a fault that did not take effect, or a run planned healthy that developed the "
+                     "problem itself): %s." % "; ".join(
             "`%s` (%s)" % (k, v) for k, v in sorted(void.items())))
     return "\n".join(lines)
 

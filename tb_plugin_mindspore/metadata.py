@@ -84,8 +84,10 @@ DEVICE_MEMORY_MB = "core/device_memory_mb"
 # folder's CLUSTER_DIR, ``rank<k>`` + RANK_FILE_SUFFIX, not an event file (format: rank_file.py).
 CLUSTER_DIR = "cluster"
 RANK_FILE_SUFFIX = ".tbmsrank"
+# ``host_load``: the node's load average over its CPU count at the row (above 1: more runnable threads than CPUs, so
+# the ranks sharing that node run unevenly); appended later: files without it read as NaN.
 RANK_FIELDS = ("step_time_ms", "data_wait_ms", "loss", "grad_norm", "host_memory_mb", "device_memory_mb",
-               "device_limit_mb")
+               "device_limit_mb", "host_load")
 
 RUN_INFO = "_meta/run_info"
 INTERVAL_PREFIX = "interval/"

@@ -83,12 +83,22 @@ def interval_update(stats, values):
     ), axis=1)
 
 
-# Gradients are reduced in groups of at most this many elements: a few large reductions cost far less than one small
-# reduction per parameter, and the extra memory of a group's concatenation stays bounded (16 MiB of float32).
+# Gradients too small to be reduced alone are packed into groups of at most this many elements: a few large
+# reductions cost far less than one small reduction per parameter, and the extra memory of a group's concatenation
+# stays bounded (16 MiB of float32).
 NORM_GROUP_ELEMENTS = 1 << 22
-# Widest row of a group's concatenation (see norm_plan), and the share of zero padding allowed for it.
+# Widest row of the reductions (see norm_plan), and the share of zero padding allowed in a packed group.
 NORM_ROW_WIDTH = 4096
 _MAX_PADDING = 0.25
+# A parameter of at least this many elements is squared and summed by rows where it lies (no copy into a group),
+# when a row width of at least NORM_MIN_ALONE_WIDTH divides its size: copying it would cost more than the two
+# kernels of its own (on a CPU, the concatenation of a 10M-parameter model's gradients cost about as much as their
+# squares and sums together).
+NORM_ALONE_ELEMENTS = 1 << 16
+NORM_MIN_ALONE_WIDTH = 256
+
+# Kinds of the pieces of a plan (see norm_plan).
+PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE = 0, 1, 2
 
 
 def _row_width(sizes):
@@ -103,21 +113,42 @@ def _row_width(sizes):
     return width
 
 
+def _divisor_width(n):
+    """The largest row width (at most NORM_ROW_WIDTH) that divides ``n``."""
+    for width in range(min(n, NORM_ROW_WIDTH), 0, -1):
+        if n % width == 0:
+            return width
+    return 1
+
+
 def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
     """``(groups, order)``: how :func:`square_sums` takes the sum of squares of every gradient in a few kernels.
 
-    Consecutive parameters are packed into groups of at most ``limit`` elements (a larger one stays alone and is
-    reduced as it is). The parameters of a group are concatenated into one vector in which each starts a row of
-    ``width`` elements (zero padding after it), squared, summed along the rows, and the rows summed per parameter
-    by one segment sum over a few thousand values: four kernels per group whatever the number of parameters,
-    where a reduction per parameter costs tens of microseconds each on a CPU (30 gradients of the demo transformer:
-    about 0.3 ms instead of 1.9 ms as one kernel per shape class). Each group is ``(members, sizes, pads, width,
-    segment_ids)`` (``segment_ids`` None for a group of one or of empty parameters only). ``order`` (int32 Tensor, or None when ``indices`` is
+    Every parameter's squares are summed by rows, and one segment sum over all the rows (a few thousand values)
+    gives each parameter's sum. A parameter of at least ``NORM_ALONE_ELEMENTS`` whose size a row width of at least
+    ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy).
+    The others are packed, in order, into groups of at most ``limit`` elements (``PIECE_PACKED``): the members of a
+    group are concatenated into one vector in which each starts a row of ``width`` elements (zero padding after it),
+    squared and summed along the rows (three kernels per group whatever the number of parameters, where a reduction
+    per parameter costs tens of microseconds each on a CPU). One that fits neither (larger than ``limit``, no row
+    width divides it) is reduced whole (``PIECE_WHOLE``).
+
+    ``groups`` is ``(pieces, ids, count)``: ``pieces`` a tuple of ``(kind, members, sizes, pads, width)``, ``ids``
+    (int32 Tensor, or None when no parameter has an element) the parameter of each row of the pieces' rows
+    concatenated in order, ``count`` the number of parameters. ``order`` (int32 Tensor, or None when ``indices`` is
     empty) picks ``indices`` out of the per-parameter sums.
     """
     sizes = [int(np.prod(shape)) if len(shape) else 1 for shape in shapes]
+    alone = {}
+    for i, n in enumerate(sizes):
+        if n >= NORM_ALONE_ELEMENTS:
+            width = _divisor_width(n)
+            if width >= NORM_MIN_ALONE_WIDTH:
+                alone[i] = width
     packs, current, size = [], [], 0
     for i, n in enumerate(sizes):
+        if i in alone:
+            continue
         if current and size + n > limit:
             packs.append(current)
             current, size = [], 0
@@ -125,19 +156,25 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
         size += n
     if current:
         packs.append(current)
-    groups = []
+    pieces, ids = [], []
+    for i, width in sorted(alone.items()):
+        pieces.append((PIECE_ROWS, (i,), (sizes[i],), (0,), width))
+        ids.append(np.full((sizes[i] // width,), i, np.int32))
     for members in packs:
-        if len(members) == 1:
-            groups.append(((members[0],), (sizes[members[0]],), (0,), 0, None))
-            continue
         member_sizes = [sizes[i] for i in members]
+        if not sum(member_sizes):
+            continue                                    # only empty parameters: their sums stay 0
+        if len(members) == 1 and member_sizes[0] > limit:
+            pieces.append((PIECE_WHOLE, tuple(members), tuple(member_sizes), (0,), 0))
+            ids.append(np.full((1,), members[0], np.int32))
+            continue
         width = _row_width(member_sizes)
         pads = tuple(-n % width for n in member_sizes)
-        ids = np.concatenate([np.full(((n + pad) // width,), k, np.int32)
-                              for k, (n, pad) in enumerate(zip(member_sizes, pads))])
-        groups.append((tuple(members), tuple(member_sizes), pads, width, Tensor(ids) if ids.size else None))
+        pieces.append((PIECE_PACKED, tuple(members), tuple(member_sizes), pads, width))
+        ids.extend(np.full(((n + pad) // width,), i, np.int32) for i, n, pad in zip(members, member_sizes, pads))
+    ids = Tensor(np.concatenate(ids)) if ids else None
     order = Tensor(np.array(indices, np.int32).reshape(-1)) if len(indices) else None
-    return tuple(groups), order
+    return (tuple(pieces), ids, len(sizes)), order
 
 
 def _float32(grad):
@@ -147,24 +184,26 @@ def _float32(grad):
 def square_sums(grads, groups):
     """float32[parameters]: the sum of squares of each of ``grads``, in order (``groups`` from :func:`norm_plan`).
     In the graph."""
-    parts = []
-    for members, sizes, pads, width, ids in groups:
-        if ids is None:
-            if width == 0:
-                parts.append(_square_sum(grads[members[0]]).reshape((1,)))
-            else:
-                parts.append(ops.zeros((len(members),), ms.float32))       # only empty parameters
+    pieces, ids, count = groups
+    if ids is None:
+        return ops.zeros((count,), ms.float32)
+    rows = []
+    for kind, members, sizes, pads, width in pieces:
+        if kind == PIECE_ROWS:
+            view = _float32(grads[members[0]]).reshape((-1, width))
+            rows.append(ops.reduce_sum(view * view, 1))
+        elif kind == PIECE_WHOLE:
+            rows.append(_square_sum(grads[members[0]]).reshape((1,)))
         else:
-            pieces = []
+            parts = []
             for k in range(len(members)):
                 if sizes[k]:
-                    pieces.append(_float32(grads[members[k]]).reshape(-1))
+                    parts.append(_float32(grads[members[k]]).reshape(-1))
                 if pads[k]:
-                    pieces.append(ops.zeros((pads[k],), ms.float32))
-            flat = ops.concat(pieces)
-            rows = ops.reduce_sum((flat * flat).reshape((-1, width)), 1)
-            parts.append(ops.unsorted_segment_sum(rows, ids, len(members)))
-    return parts[0] if len(parts) == 1 else ops.concat(parts)
+                    parts.append(ops.zeros((pads[k],), ms.float32))
+            flat = parts[0] if len(parts) == 1 else ops.concat(parts)
+            rows.append(ops.reduce_sum((flat * flat).reshape((-1, width)), 1))
+    return ops.unsorted_segment_sum(rows[0] if len(rows) == 1 else ops.concat(rows), ids, count)
 
 
 def global_norm(grads, plan):

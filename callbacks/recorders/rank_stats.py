@@ -4,7 +4,7 @@ file in the run folder (``cluster/rank<k>.tbmsrank``), with no collective.
 Each rank writes only what it measured itself, through a background thread: a rank that hangs or dies simply stops
 adding rows (its row in the cluster view ends), it never makes another rank wait. Per step the training thread adds
 two numbers the monitor already measured; every ``collect_freq`` steps it reads the process memory and queues one
-44-byte row; the file write happens on the thread (a slow or full disk drops rows, counted, never blocks a step).
+48-byte row; the file write happens on the thread (a slow or full disk drops rows, counted, never blocks a step).
 One process writes a rank file: the writer holds an exclusive lock on it (``flock``), and a second process given the
 same run folder and rank (two jobs started into one folder) warns once and writes no rows, so the reader never sees
 two writers' rows interleaved.
@@ -150,6 +150,14 @@ class MemoryProbe:
         return limit if limit is not None and 0 < limit < self._NO_LIMIT_MB else math.nan
 
 
+def host_load():
+    """The node's one-minute load average over its CPU count (NaN where unknown)."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (OSError, AttributeError):
+        return math.nan
+
+
 class _Accumulator:
     """Sum and count of values since the last take (a mean over the interval)."""
 
@@ -199,7 +207,7 @@ class RankStats:
         self.path = rank_file_path(run_dir, rank)
         self.run_dir = str(run_dir)
         # A remote run folder (s3://...): the rows go to a local staging file, uploaded whole every
-        # UPLOAD_SECS and at close (object stores cannot append; the file is small: 44 bytes a row).
+        # UPLOAD_SECS and at close (object stores cannot append; the file is small: 48 bytes a row).
         self.remote = None
         if fs.is_remote(str(run_dir)):
             self.remote = self.path
@@ -240,7 +248,7 @@ class RankStats:
         """Queues one row for ``step``: interval means of step time and data wait, the given loss and gradient
         norm, memory now. Returns the row's values (a dict of the fields)."""
         values = (self._step_time.take(), self._wait.take(), _number(loss), _number(grad_norm),
-                  self.memory.host_mb(), self.memory.device_mb(), self.memory.limit_mb)
+                  self.memory.host_mb(), self.memory.device_mb(), self.memory.limit_mb, host_load())
         row = dict(zip(self.fields, values))
         if self._closed or self.failed is not None:
             return row

@@ -628,4 +628,4 @@ def _union(arrays):
 
 # A NaN in these fields means "not measured" (no data wait before the first step, no device memory on CPU).
 _NAN_MEANS_MISSING = frozenset({"step_time_ms", "data_wait_ms", "host_memory_mb", "device_memory_mb",
-                                "device_limit_mb"})
+                                "device_limit_mb", "host_load"})

@@ -392,22 +392,38 @@ def test_warmup_cosine_schedule_in_graph_equals_host():
 
 
 def test_norm_plan_packs_bounded_groups_with_rows_per_parameter():
-    from tb_mindspore_callbacks.cells.train_cell import norm_plan
+    from tb_mindspore_callbacks.cells.train_cell import PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE, norm_plan
 
-    groups, order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()], limit=20)
-    assert [g[0] for g in groups] == [(0, 1), (2,), (3, 4)] and order is None
-    members, sizes, pads, width, ids = groups[0]
+    (pieces, ids, count), order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()], limit=20)
+    assert count == 5 and order is None
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_PACKED, (0, 1)), (PIECE_WHOLE, (2,)), (PIECE_PACKED, (3, 4))]
+    kind, members, sizes, pads, width = pieces[0]
     assert sizes == (12, 5) and width == 4 and pads == (0, 3)          # each parameter starts a row of 4
-    assert ids.asnumpy().tolist() == [0, 0, 0, 1, 1]
-    assert groups[1][3:] == (0, None)                                   # larger than the limit: reduced alone
+    # one row id per row of the pieces in order: parameter 0's three rows, 1's two, 2 whole, then 3 and 4
+    assert ids.asnumpy().tolist()[:6] == [0, 0, 0, 1, 1, 2]
     _, order = norm_plan([(2,), (3,)], indices=(1, 0))
     assert order.asnumpy().tolist() == [1, 0]
 
 
+def test_norm_plan_sums_large_parameters_where_they_lie():
+    """A large parameter is reduced by rows of a width that divides it (no copy into a group); the small ones
+    around it are packed together; one whose size no usable width divides is packed as before."""
+    from tb_mindspore_callbacks.cells.train_cell import PIECE_PACKED, PIECE_ROWS, norm_plan
+
+    (pieces, ids, count), _ = norm_plan([(1300, 1300), (1300,), (400, 400), (400,), (65537,)])
+    kinds = {p[1]: (p[0], p[4]) for p in pieces}
+    assert kinds[(0,)][0] == PIECE_ROWS and 1300 * 1300 % kinds[(0,)][1] == 0 and kinds[(0,)][1] >= 256
+    assert kinds[(2,)][0] == PIECE_ROWS and 400 * 400 % kinds[(2,)][1] == 0
+    assert kinds[(1, 3, 4)][0] == PIECE_PACKED                 # 65537 is prime: no row width divides it
+    rows = ids.asnumpy()
+    assert count == 5 and sorted(set(rows.tolist())) == [0, 1, 2, 3, 4]
+    assert (rows == 0).sum() * kinds[(0,)][1] == 1300 * 1300
+
+
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
 def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
-    """Every parameter's sum of squares (float16 and scalar gradients, an empty one, groups of one), in order,
-    inside a compiled function as the monitors call it."""
+    """Every parameter's sum of squares (float16 and scalar gradients, an empty one, groups of one, large ones
+    reduced by rows where they lie), in order, inside a compiled function as the monitors call it."""
     import mindspore as ms
     from mindspore import nn
 
@@ -418,9 +434,10 @@ def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
         rs = np.random.RandomState(0)
         arrays = [rs.randn(3, 4).astype(np.float32), rs.randn(5).astype(np.float16), rs.randn(1000).astype(np.float32),
                   rs.randn(2, 2).astype(np.float32), np.float32(3.0), np.zeros((0, 3), np.float32),
-                  rs.randn(7, 9).astype(np.float32)]
+                  rs.randn(7, 9).astype(np.float32), rs.randn(300, 256).astype(np.float32),
+                  rs.randn(256, 260).astype(np.float16)]         # the last two: reduced by rows where they lie
         shapes = [a.shape for a in arrays]
-        indices = (6, 0, 5, 3, 1, 4)
+        indices = (6, 0, 5, 8, 3, 1, 4, 7)
         expected = [float((np.asarray(a, np.float64) ** 2).sum()) for a in arrays]
 
         class Norms(nn.Cell):

@@ -103,3 +103,17 @@ def test_cost_table_quick_gives_a_row_per_entry_point(tmp_path):
     for r in rows:
         assert r["errors"] == 0 and r["bare_ms_per_step"] > 0 and r["rounds"] == 3
         assert r["command"].startswith("python bench/paired.py --size 0.1m --modes graph")
+
+
+def test_grad_norms_bench_times_both_plans_with_the_same_sums(tmp_path):
+    """``bench/grad_norms.py``: the current and the all-packed plan give the same sums on the 1M MLP (whose large
+    parameters the current plan reads where they lie), each timed, ending in JSON (no timing asserted)."""
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "grad_norms.py"), "--sizes", "1m",
+                           "--calls", "1", "--rounds", "2"], capture_output=True, text=True, timeout=300,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    model = result["models"]["1m"]
+    assert model["max_relative_difference"] < 1e-5 and model["parameters"] > 900000
+    assert model["current"]["median_ms"] > 0 and model["packed"]["median_ms"] > 0
+    assert set(result["kernels_1300x1300"]) == {"full_reduce", "by_rows"}

@@ -29,12 +29,12 @@ def write_rank_file(path, rank, steps, walls, columns, host="node0", rank_size=N
 
 
 def cluster_columns(ranks, steps, seed=0, slow=None, slow_cause="data wait", diverge=None, stop=None, leak=None,
-                    near_limit=None, device_limit=None, step_ms=100.0):
+                    near_limit=None, device_limit=None, step_ms=100.0, host_load=None):
     """{rank: (steps, walls, {field: values})} of a cluster with the given faults.
 
     slow=(rank, from_step): +12% step time (data wait: +11% of it in data wait); diverge=(rank, from_step): loss x3;
     stop=(rank, at_step): no rows after it; leak=(rank, mb_per_step); near_limit=rank: device memory at 95% of
-    device_limit (MB)."""
+    device_limit (MB); host_load: every row's node load per CPU (else not recorded, as in older files)."""
     rs = np.random.RandomState(seed)
     steps = np.asarray(steps, dtype=np.int64)
     out = {}
@@ -65,6 +65,8 @@ def cluster_columns(ranks, steps, seed=0, slow=None, slow_cause="data wait", div
         walls = T0 + steps * step_ms / 1000.0
         cols = {"step_time_ms": t, "data_wait_ms": w, "loss": loss, "grad_norm": grad, "host_memory_mb": host,
                 "device_memory_mb": dev, "device_limit_mb": lim}
+        if host_load is not None:
+            cols["host_load"] = np.full(n, float(host_load))
         out[r] = (steps[keep], walls[keep], {k: v[keep] for k, v in cols.items()})
     return out
 

@@ -37,6 +37,23 @@ def test_slow_rank_is_named_with_where_its_time_goes(tmp_path, capsys, cause):
     assert 60 <= f["steps"][0] <= 60 + 20          # named within 20 steps of the slowdown
 
 
+@pytest.mark.parametrize("load", [0.4, 6.5])
+def test_a_slow_rank_on_an_oversubscribed_node_is_a_note_about_the_load(tmp_path, capsys, load):
+    """Four msrun workers on a 2-core machine at load 13: rank 0, which also writes the run's event files, ran
+    8-16% slower in 3 of 4 healthy jobs of the health corpus. When the node had more runnable threads than CPUs,
+    the compute gap says more about the machine than about a device: a note. Data wait stays a warning."""
+    write_cluster(tmp_path / "job", ranks=8, slow=(5, 60), slow_cause="compute", host_load=load)
+    (f,) = check(tmp_path, capsys)["job"]
+    assert f["rule"] == "slow_rank" and f["message"].startswith("Rank 5 (node node1) is 12% slower")
+    if load > 1:
+        assert f["level"] == "info" and "node was oversubscribed (load average 6.5 per CPU)" in f["message"]
+    else:
+        assert f["level"] == "warn" and "look at that device's health" in f["message"]
+    write_cluster(tmp_path / "io", ranks=8, slow=(5, 60), slow_cause="data wait", host_load=6.5)
+    (f,) = check(tmp_path, capsys)["io"]
+    assert f["level"] == "warn" and "goes to waiting for data" in f["message"]
+
+
 def test_rank_whose_loss_departs_is_named(tmp_path, capsys):
     write_cluster(tmp_path / "job", ranks=8, diverge=(2, 100))
     (f,) = check(tmp_path, capsys)["job"]

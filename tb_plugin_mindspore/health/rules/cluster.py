@@ -11,7 +11,7 @@ import numpy as np
 
 from ...sources import clusters
 from .. import cluster_signals as signals
-from .base import ERROR, WARN, Finding, rule
+from .base import ERROR, INFO, WARN, Finding, rule
 from .common import fmt
 
 
@@ -54,8 +54,9 @@ def _who(r):
       "Ascend's slow-rank analysis (MindStudio Insight / msprof-analyze cluster advice): (max - min) / mean of the "
       "ranks' step time above 5% means a slow rank; here a rank >= 5% above the median rank in 80% of a window of "
       "recorded points",
-      "A rank consistently slower than the others, and whether its time goes to waiting for data or to compute.",
-      threshold=0.05, window=5, enough=0.8, min_ranks=3, max_points=1000)
+      "A rank consistently slower than the others, and whether its time goes to waiting for data or to compute "
+      "(a note only, when compute on a node with more runnable threads than CPUs: the load, not the device).",
+      threshold=0.05, window=5, enough=0.8, min_ranks=3, max_points=1000, max_host_load=1.0)
 def slow_rank(run, cfg):
     view = _view(run, cfg["max_points"])
     if view is None or view[2]("step_time_ms") is None:
@@ -65,23 +66,43 @@ def slow_rank(run, cfg):
     w, wp = field("data_wait_ms") or (None, None)
     found = signals.stragglers(t, tp, w, wp, window=int(cfg["window"]), threshold=float(cfg["threshold"]),
                                enough=float(cfg["enough"]), min_ranks=int(cfg["min_ranks"]))
+    load = field("host_load")
     out = []
     for s in found:
         r = ranks[s["row"]]
         first, last = int(steps[s["first_col"]]), int(steps[s["last_col"]])
+        level, busy = WARN, _median_in(load, s["row"], s["first_col"], s["last_col"])
         if s["cause"] == "data wait":
             why = ("its time goes to waiting for data (+%s ms a step of data wait): look at that rank's input "
                    "pipeline, storage and host CPU load" % fmt(s["wait_excess_ms"]))
+        elif busy is not None and busy > float(cfg["max_host_load"]):
+            # More runnable threads than CPUs on that node: the ranks sharing it get uneven shares of them (a
+            # rank that also writes the run's event files, or runs a few more threads, falls behind), which says
+            # more about the machine than about the device.
+            level = INFO
+            why = ("its time goes to compute while its node was oversubscribed (load average %s per CPU): ranks "
+                   "sharing too few CPUs run unevenly; judge the devices again on a node with CPUs to spare" % (
+                       fmt(busy)))
         else:
             why = ("its time goes to compute, not to waiting for data%s: look at that device's health, clocks and "
                    "thermal throttling, or host work on that rank" % (
                        " (data wait +%s ms)" % fmt(s["wait_excess_ms"]) if s["wait_excess_ms"] is not None else ""))
-        out.append(Finding("slow_rank", WARN,
+        out.append(Finding("slow_rank", level,
                            "%s is %.0f%% slower than the median rank (+%s ms a step) over steps %d-%d; across ranks "
                            "(max - min) / mean step time is %.0f%% (Ascend's slow-rank threshold: 5%%); %s." % (
                                _who(r)[0].upper() + _who(r)[1:], (s["ratio"] - 1) * 100, fmt(s["excess_ms"]),
                                first, last, s["spread"] * 100, why), "", (first, last)))
     return out
+
+
+def _median_in(field, row, first_col, last_col):
+    """The median of one rank's recorded values of ``field`` (a view's ``(matrix, present)`` or None) between two
+    columns, or None."""
+    if field is None:
+        return None
+    m, p = field
+    values = m[row, first_col:last_col + 1][p[row, first_col:last_col + 1]]
+    return float(np.median(values)) if values.size else None
 
 
 _DIVERGE = (("loss", "local loss", False), ("grad_norm", "local gradient norm", True))
