@@ -74,8 +74,11 @@ def _rank_rows(rank, steps, ranks, seed):
     rec["loss"] = 2.0 * np.exp(-steps / 30000.0) + 0.2 + 0.02 * rs.standard_normal(n)
     rec["grad_norm"] = np.exp(0.05 * rs.standard_normal(n))
     rec["host_memory_mb"] = 2000.0 + rs.standard_normal(n)
-    rec["device_memory_mb"] = np.nan
-    rec["device_limit_mb"] = np.nan
+    for field in rec.dtype.names[2:]:
+        if field in ("device_memory_mb", "device_limit_mb"):
+            rec[field] = np.nan
+        elif field == "host_load":
+            rec[field] = 0.5          # load average per CPU of the node: CPUs to spare
     return rec
 
 
