@@ -23,7 +23,7 @@ import time
 
 from ..health import engine
 from ..health import sources as health_sources
-from ..sources import series_cache
+from ..sources import clusters, series_cache
 from ..sources.logdir import Sources
 from . import encode
 
@@ -89,16 +89,17 @@ class HealthCache:
         """The findings report (``engine.report``'s shape) of every run, or of the runs in ``runs``."""
         listing = health_sources.ProviderListing(self._sources.bind(ctx, eid), runs=runs)
         names = listing.runs(runs)
-        tokens = {run: listing.token(run, self._logdir) for run in names}
-        entries, missing = {}, []
-        for run in names:
-            entry = self._entries.get((eid, run), tokens[run])
-            if entry is None:
-                missing.append((eid, run, tokens[run]))
-            else:
-                entries[run] = entry
-        if missing:
-            entries.update(self._compute(ctx, eid, listing, missing))
+        with clusters.one_reload():     # the rules judge the rank files as the tokens saw them
+            tokens = {run: listing.token(run, self._logdir) for run in names}
+            entries, missing = {}, []
+            for run in names:
+                entry = self._entries.get((eid, run), tokens[run])
+                if entry is None:
+                    missing.append((eid, run, tokens[run]))
+                else:
+                    entries[run] = entry
+            if missing:
+                entries.update(self._compute(ctx, eid, listing, missing))
         now = self._clock()
         return {"runs": [self._run_report(entries[run], now) for run in names if entries.get(run) is not None]}
 

@@ -22,6 +22,7 @@ rule ids or threshold names raise :class:`ConfigError` (a typo must not silently
 import logging
 import re
 
+from ..sources import clusters
 from . import causes, diagnosis, foreign
 from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
 from .rules.common import diverged_at
@@ -99,19 +100,20 @@ def check_run(run, config=None, rules=None):
     ``rules``: run only these (:class:`Rule` objects; default: every rule)."""
     validate_config(config)
     findings = []
-    for rule in (RULES if rules is None else rules):
-        cfg, enabled, level = _merged_config(rule, config)
-        if not enabled:
-            continue
-        try:
-            found = rule.fn(run, cfg) or []
-        except Exception:  # one broken rule must not hide the others
-            logger.exception("health rule %s failed on run %r", rule.id, run.run)
-            continue
-        for f in found:
-            if level is not None and f.level != INFO:
-                f.level = level
-            findings.append(f)
+    with clusters.one_reload():     # the cluster rules see one state of the rank files
+        for rule in (RULES if rules is None else rules):
+            cfg, enabled, level = _merged_config(rule, config)
+            if not enabled:
+                continue
+            try:
+                found = rule.fn(run, cfg) or []
+            except Exception:  # one broken rule must not hide the others
+                logger.exception("health rule %s failed on run %r", rule.id, run.run)
+                continue
+            for f in found:
+                if level is not None and f.level != INFO:
+                    f.level = level
+                findings.append(f)
     findings = causes.resolve(findings, slack=_interval_steps(run), diverged=diverged_at(run))
     foreign.advise(run, findings)   # mindformers' configuration and checkpoints (health/foreign.py)
     try:

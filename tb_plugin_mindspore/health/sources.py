@@ -28,6 +28,7 @@ from ..contract import layers as layers_contract
 from ..contract import run_end as run_end_contract
 from ..contract import run_info as run_info_contract
 from ..io import fs
+from ..sources import clusters
 from ..sources import ms_logdir as ms_logdir_module
 from ..sources import points as points_module
 from ..sources import series_cache
@@ -157,7 +158,20 @@ class ProviderListing:
                             for t, (_, ts) in (self.ours.get(run) or {}).items()))
         directory = run_dir(logdir, run)
         files = file_stats(directory) if directory is not None else None
-        return (read, doors, frozenset(scalars), ours, self.histograms.get(run, ()), files)
+        return (read, doors, frozenset(scalars), ours, self.histograms.get(run, ()), files, _cluster_token(directory))
+
+
+def _cluster_token(directory):
+    """The data version of the cluster the run's rules judge (its rank files read to their end: one ``stat`` per
+    file when nothing changed), so that rows appended to rank files alone make the run judged again; None without
+    one."""
+    if directory is None:
+        return None
+    try:
+        data = clusters.cluster_for_health(directory)
+    except (OSError, ValueError):
+        return None
+    return None if data is None else data.token
 
 
 def _rule_reads(content, tag):

@@ -58,6 +58,7 @@ class _Rank:
         self.refused = None    # why the file cannot be read at all (its header), or None
         self.rejected = {"all_zero": 0, "bad_step": 0, "bad_wall_time": 0}   # records left out, by reason
         self.dropped = 0       # older rows let go to keep at most MAX_KEPT_STEPS
+        self.bytes_read = 0    # bytes read from disk so far, all reads together (what a reload costs)
         self._read_once = False
         self._chunks = []
         self._arrays = None
@@ -97,6 +98,11 @@ class _Rank:
             out.append("cannot be read: %s" % self.error)
         return out
 
+    def nonfinite(self, field):
+        """How many values of ``field`` in :meth:`arrays` are NaN or infinite, or None when not known without
+        looking at every one."""
+        return None
+
     def arrays(self):
         """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
         row (a re-run into the same run folder)."""
@@ -121,16 +127,27 @@ class _RankFile(_Rank):
     """A ``rank<k>.tbmsrank`` file, read from where the previous read stopped, in chunks of ``_READ_CHUNK`` bytes
     (at most ``_READ_BUDGET`` per reload), so a huge file costs a chunk of memory, not its size. Records that cannot
     have been written are left out and counted (``rejected``); at most ``MAX_KEPT_STEPS`` rows are kept, the newest
-    (``dropped`` counts the older ones let go). A header this version cannot read makes the file ``refused``."""
+    (``dropped`` counts the older ones let go). A header this version cannot read makes the file ``refused``.
+
+    The rows are held in one buffer with room for ``MAX_KEPT_STEPS`` plus an eighth: new rows are copied in after
+    the others, and :meth:`arrays` gives views of the newest ``MAX_KEPT_STEPS`` (rows before the end of a buffer are
+    never written again, so a view stays what it was); only when the buffer is full are the newest rows moved into a
+    new one. A reload that appended 1,000 rows thus costs those rows, not the 100,000 held."""
 
     def __init__(self, rank, path):
         super().__init__(rank, path)
         self._offset = 0
         self._dtype = None
-        self._kept = 0
+        self._buf = None       # the rows held: self._buf[:self._n]
+        self._n = 0
+        self._let_go = 0       # rows let go when the buffer was full
+        self._in_order = True  # steps strictly increasing over the rows held (no step written twice)
+        self._bad = {}         # field -> NaN or infinite values among the rows held (counted as they come)
+        self._hidden_bad = {}  # (field, rows held, _bad[field]) -> nonfinite(field), worked out once
 
     def _reset(self):
-        self._offset, self._dtype, self._chunks, self.header, self._arrays, self._kept = 0, None, [], {}, None, 0
+        self._offset, self._dtype, self.header, self._arrays = 0, None, {}, None
+        self._buf, self._n, self._let_go, self._in_order, self._bad, self._hidden_bad = None, 0, 0, True, {}, {}
         self.refused = None
         self.rejected = dict.fromkeys(self.rejected, 0)
         self.dropped = 0
@@ -150,6 +167,7 @@ class _RankFile(_Rank):
             with open(self.path, "rb") as f:
                 if self._dtype is None:
                     head = f.read(rank_file.MAX_HEADER_BYTES + 64)
+                    self.bytes_read += len(head)
                     try:
                         header, start = rank_file.parse_header(head)
                     except ValueError as e:        # RankFileError, or a header whose JSON is refused
@@ -168,12 +186,14 @@ class _RankFile(_Rank):
                 size = max(0, stamp[1] - self._offset)
                 size -= size % self._dtype.itemsize
                 budget = min(size, _READ_BUDGET)
+                self._reserve(self._n + budget // self._dtype.itemsize)
                 chunk_bytes = max(self._dtype.itemsize, _READ_CHUNK - _READ_CHUNK % self._dtype.itemsize)
                 done = 0
                 while done < budget:
                     data = f.read(min(budget - done, chunk_bytes))
                     if not data:
                         break
+                    self.bytes_read += len(data)
                     records, used = rank_file.parse_records(data, self._dtype, 0)
                     done += used
                     self._offset += used
@@ -192,33 +212,75 @@ class _RankFile(_Rank):
     def progress(self):
         return self._offset
 
+    def _capacity(self):
+        return MAX_KEPT_STEPS + max(1, MAX_KEPT_STEPS // 8)
+
+    def _reserve(self, rows):
+        """Room for ``rows`` rows (at most the buffer's full size) without moving the rows held again soon."""
+        rows = min(rows, self._capacity())
+        if self._buf is not None and self._buf.size >= rows:
+            return
+        # an eighth more than asked for: the rows appended next fit without moving the others
+        size = min(self._capacity(), max(rows + rows // 8, 1024, 0 if self._buf is None else 2 * self._buf.size))
+        buf = np.empty(size, dtype=self._dtype)
+        if self._n:
+            buf[:self._n] = self._buf[:self._n]
+        self._buf = buf
+
     def _add(self, records):
-        """Keeps the ``records`` that can have been written, then only the newest ``MAX_KEPT_STEPS`` rows."""
+        """Keeps the ``records`` that can have been written, after the rows held (at most ``MAX_KEPT_STEPS`` of
+        them are shown, the newest)."""
         good, counts = rank_file.check_records(records)
         for reason, n in counts.items():
             self.rejected[reason] += n
         if not good.size:
             return False
-        self._chunks.append(good.copy())       # not a view of the chunk read (it would keep all of it)
-        self._kept += good.size
-        if self._kept > MAX_KEPT_STEPS + MAX_KEPT_STEPS // 4:
-            rec = np.concatenate(self._chunks)
-            self.dropped += rec.size - MAX_KEPT_STEPS
-            self._chunks = [rec[-MAX_KEPT_STEPS:].copy()]
-            self._kept = MAX_KEPT_STEPS
-        self._arrays = None
+        steps = good["step"]
+        if self._in_order and not ((self._n == 0 or int(steps[0]) > int(self._buf[self._n - 1]["step"]))
+                                   and (steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])))):
+            self._in_order = False
+        if self._n + good.size > self._capacity():      # full: the newest rows move into a new buffer
+            held = self._buf[:self._n]
+            drop = max(0, self._n + good.size - MAX_KEPT_STEPS)
+            from_held = min(drop, self._n)
+            self._let_go += drop
+            held, good = held[from_held:], good[drop - from_held:]
+            buf = np.empty(self._capacity(), dtype=self._dtype)
+            buf[:held.size] = held
+            self._buf, self._n = buf, held.size
+            self._bad = _count_nonfinite(held)
+        elif self._buf is None or self._n + good.size > self._buf.size:
+            self._reserve(self._n + good.size)
+        self._buf[self._n:self._n + good.size] = good
+        self._n += good.size
+        for f, n in _count_nonfinite(good).items():
+            self._bad[f] = self._bad.get(f, 0) + n
+        self._arrays, self._hidden_bad = None, {}
         return True
 
+    def nonfinite(self, field):
+        if not self._in_order or field not in self._bad:
+            return None
+        hidden = max(0, self._n - MAX_KEPT_STEPS)      # rows held before the newest MAX_KEPT_STEPS
+        if not hidden:
+            return self._bad[field]
+        key = (field, self._n, self._bad[field])
+        got = self._hidden_bad.get(key)
+        if got is None:
+            got = self._hidden_bad[key] = self._bad[field] - int(
+                np.count_nonzero(~np.isfinite(self._buf[field][:hidden])))
+        return got
+
     def _build(self):
-        if not self._chunks:
+        self.dropped = self._let_go + max(0, self._n - MAX_KEPT_STEPS)
+        if not self._n:
             return self._set([], [], {})
-        rec = np.concatenate(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
-        if rec.size > MAX_KEPT_STEPS:
-            self.dropped += rec.size - MAX_KEPT_STEPS
-            rec = rec[-MAX_KEPT_STEPS:].copy()
-        self._chunks, self._kept = [rec], rec.size
+        rec = self._buf[max(0, self._n - MAX_KEPT_STEPS):self._n]       # views: no copy
         fields = [n for n in rec.dtype.names[2:] if n in _FIELDS]
-        return self._set(rec["step"], rec["wall_time"], {f: rec[f] for f in fields})
+        columns = {f: rec[f] for f in fields}
+        if self._in_order:
+            return rec["step"], rec["wall_time"], columns
+        return self._set(rec["step"], rec["wall_time"], columns)
 
 
 class _RankFolder(_Rank):
@@ -266,6 +328,7 @@ class _RankFolder(_Rank):
             while budget > 0 and mf.stat_size() > mf.offset and mf.has_unread():
                 payloads, _, nread = mf.read_payloads(min(budget, _READ_CHUNK))
                 budget -= max(nread, 1)
+                self.bytes_read += nread
                 if mf.restarts:
                     self._stamp = None
                     return changed
@@ -321,6 +384,11 @@ class _RankFolder(_Rank):
         return steps, walls, columns
 
 
+def _count_nonfinite(records):
+    """``{field: NaN or infinite values}`` of the value fields of ``records``."""
+    return {f: int(np.count_nonzero(~np.isfinite(records[f]))) for f in records.dtype.names[2:] if f in _FIELDS}
+
+
 def _scalar_of(value):
     if value.HasField("simple_value"):
         return float(value.simple_value)
@@ -350,6 +418,8 @@ class ClusterData:
         self._ranks = {rank: cls(rank, path) for rank, path in members}
         self._lock = threading.Lock()
         self._aligned = None
+        self._tails = {}
+        self._stale = True     # the members changed since the last reload (a new version even without new rows)
         self.version = 0
         self.uid = next(_IDS)
 
@@ -363,10 +433,10 @@ class ClusterData:
         for rank, path in members:
             if rank not in self._ranks or self._ranks[rank].path != path:
                 self._ranks[rank] = cls(rank, path)
-                self._aligned = None
+                self._aligned, self._tails, self._stale = None, {}, True
         for rank in set(self._ranks) - {r for r, _ in members}:
             del self._ranks[rank]
-            self._aligned = None
+            self._aligned, self._tails, self._stale = None, {}, True
 
     def reload(self, complete=False):
         """Reads what is new (about 64 MB per rank file and call; with ``complete``, everything there is); returns
@@ -380,8 +450,8 @@ class ClusterData:
                     changed = r.reload() or changed
                     if r.progress() == before:
                         break
-            if changed or self._aligned is None:
-                self._aligned = None
+            if changed or self._stale:
+                self._aligned, self._tails, self._stale = None, {}, False
                 self.version += 1
             return self.version
 
@@ -409,6 +479,77 @@ class ClusterData:
             return self._aligned
 
 
+    def tail(self, k):
+        """:meth:`aligned` limited to the newest ``k`` steps of the union, without aligning the others: ``(ranks,
+        steps, walls, fields, behind)``, equal to ``aligned()`` cut to its last ``k`` columns (the newest ``k``
+        steps of the union are among each rank's own newest ``k``); ``behind``: per rank how many steps of the
+        union come after its last row (at most ``k``; -1 for a rank without rows). Cached until the data changes:
+        what the cluster rules read, at a cost that does not grow with the rows kept."""
+        k = max(1, int(k))
+        with self._lock:
+            got = self._tails.get(k)
+            if got is not None:
+                return got
+            ranks = self.ranks
+            per = [r.arrays() for r in ranks]
+            steps = _union([p[0][-k:] for p in per])[-k:]
+            walls = np.full(steps.size, np.nan)
+            cut, places, behind = [], [], []
+            for s, w, cols in per:
+                if not s.size:
+                    cut.append((s, w, {}, cols, 0))
+                    places.append(slice(0, 0))
+                    behind.append(-1)
+                    continue
+                # steps[0] is at least the rank's k-th newest step (the union holds those k): look only there
+                first = max(0, s.size - k)
+                start = first + int(np.searchsorted(s[first:], steps[0])) if steps.size else s.size
+                ts = s[start:]
+                cut.append((ts, w[start:], {f: c[start:] for f, c in cols.items()}, cols, start))
+                place = _place(steps, ts) if ts.size != steps.size or not np.array_equal(ts, steps) \
+                    else slice(0, steps.size)
+                places.append(place)
+                if ts.size:
+                    walls[place] = np.fmax(walls[place], w[start:])
+                    behind.append(int(steps.size - 1 - np.searchsorted(steps, s[-1])))
+                else:
+                    behind.append(k)
+            got = (ranks, steps, walls, _Fields([(c[0], c[1], c[2]) for c in cut], places, steps.size,
+                                               heads=[(c[3], c[4]) for c in cut]), np.array(behind, dtype=np.int64))
+            self._tails[k] = got
+            return got
+
+    @staticmethod
+    def present(field, values):
+        """Which of a rank's ``values`` of ``field`` count as recorded (see :meth:`rank_columns`)."""
+        return _present(field, values)
+
+    def rank_columns(self, field, present=True):
+        """``[(steps, values, present) or None]`` per rank (in :attr:`ranks` order) of ``field`` on the rank's own
+        rows, ``present`` as in :meth:`aligned` (what a row of its matrix holds where the rank has rows; with
+        ``present=False``: instead the number of NaN or infinite values when known without looking, else None), or
+        None when no rank has the field. Nothing is aligned: what the per-rank rules (memory) read."""
+        ranks = self.ranks
+        per = [r.arrays() for r in ranks]
+        if not any(field in cols for _, _, cols in per):
+            return None
+        out = []
+        for r, (s, _, cols) in zip(ranks, per):
+            col = cols.get(field)
+            if col is None or not col.size:
+                out.append(None)
+            else:
+                out.append((s, col, _present(field, col) if present else r.nonfinite(field)))
+        return out
+
+
+def _present(field, col):
+    """Which values of a rank's column count as recorded: NaN means "not measured" for timings and memory, and for
+    a rank that never had the value (no MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN."""
+    measured = ~np.isnan(col)
+    return measured if field in _NAN_MEANS_MISSING or not measured.any() else np.ones(col.shape, dtype=bool)
+
+
 def _place(steps, s):
     """Where the rows ``s`` of a rank go on the step axis: a slice when they are its first steps (the usual case:
     every rank writes at the same steps, a stopped one a prefix of them), else their indices."""
@@ -421,8 +562,9 @@ def _place(steps, s):
 class _Fields(Mapping):
     """``{field: (matrix, present)}`` of an aligned cluster, each field's matrix built when first asked for."""
 
-    def __init__(self, per, places, n_steps):
+    def __init__(self, per, places, n_steps, heads=None):
         self._per, self._places, self._n = per, places, n_steps
+        self._heads = heads     # per rank (its whole columns, where the cut starts) when ``per`` holds a cut
         self._names = []
         for _, _, cols in per:
             self._names.extend(f for f in cols if f not in self._names)
@@ -456,8 +598,13 @@ class _Fields(Mapping):
             mat[i, place] = col
             measured = ~np.isnan(col)
             # NaN means "not measured" for timings and memory, and for a rank that never had the value (no
-            # MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN.
-            present[i, place] = measured if field in _NAN_MEANS_MISSING or not measured.any() else True
+            # MonitoredTrainCell: no gradient norm); otherwise it is a recorded NaN. For a cut, "never" looks at
+            # the rows before it too (only when the cut has no value).
+            ever = measured.any()
+            if not ever and self._heads is not None:
+                whole, start = self._heads[i]
+                ever = bool((~np.isnan(whole[field][:start])).any())
+            present[i, place] = measured if field in _NAN_MEANS_MISSING or not ever else True
         return mat, present
 
 

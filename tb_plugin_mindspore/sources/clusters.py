@@ -10,6 +10,8 @@ one a run folder's rules judge; :class:`Registry` keeps a ``cluster_ranks.Cluste
 are incremental.
 """
 
+import contextlib
+import contextvars
 import os
 import re
 import threading
@@ -176,6 +178,21 @@ def logdir_problems(logdir):
 
 
 _FOUND = series_cache.TtlMemo(ttl=DISCOVERY_TTL_SECS, max_entries=4096)
+_RELOADED = contextvars.ContextVar("clusters_reloaded", default=None)
+
+
+@contextlib.contextmanager
+def one_reload():
+    """Within it (in this thread), :func:`cluster_for_health` reloads each cluster once: one health check over many
+    rules sees one state of the rank files, and costs one ``stat`` per file, not one per file and rule."""
+    if _RELOADED.get() is not None:
+        yield
+        return
+    token = _RELOADED.set(set())
+    try:
+        yield
+    finally:
+        _RELOADED.reset(token)
 
 
 def cluster_for_health(directory):
@@ -186,5 +203,9 @@ def cluster_for_health(directory):
         return None
     folder, source, members = found
     data = _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
-    data.reload()
+    reloaded = _RELOADED.get()
+    if reloaded is None or folder not in reloaded:
+        data.reload()
+        if reloaded is not None:
+            reloaded.add(folder)
     return data

@@ -91,3 +91,29 @@ def test_mindformers_rank_folders_are_one_cluster_judged_once(tmp_path, capsys):
 def test_thresholds_are_configurable(tmp_path, capsys):
     write_cluster(tmp_path / "job", ranks=8, slow=(5, 60))
     assert check(tmp_path, capsys, "--set", "slow_rank.threshold=0.2")["job"] == []
+
+
+def test_memory_growth_of_many_ranks_at_once_equals_one_rank_at_a_time():
+    import numpy as np
+
+    from tb_plugin_mindspore.health import cluster_signals as signals
+
+    rs = np.random.RandomState(3)
+    steps = np.arange(1, 5001, dtype=np.int64)
+    columns = []
+    for r in range(40):
+        s = steps if r % 5 else np.sort(rs.choice(steps, 3000, replace=False))      # some ranks have other steps
+        v = (2000 + rs.standard_normal(s.size) * (1 + r % 3)).astype(np.float32)
+        if r % 4 == 1:
+            v += (0.05 * r * (s - s[0])).astype(np.float32)                           # leaks of several sizes
+        if r % 7 == 2:
+            v[rs.choice(s.size, 50)] = np.nan                                          # not measured now and then
+        if r % 9 == 4:
+            v[:] = np.nan
+        columns.append((s, v, int(np.count_nonzero(~np.isfinite(v))) if r % 2 else None))
+    columns += [None, (steps[:5], np.ones(5, np.float32), 0)]
+    for cfg in ({}, {"warmup": 0.5, "min_mb": 10.0, "rising": 0.55}):
+        many = signals.memory_growth_many(columns, **cfg)
+        one = [None if c is None else signals.memory_growth(c[0], c[1], **cfg) for c in columns]
+        assert many == one
+        assert sum(g is not None for g in one) >= 5

@@ -245,3 +245,113 @@ def test_a_damaged_record_in_a_rank_folder_loses_only_that_record(tmp_path):
     (rank,), steps, _, mats = data.aligned()
     assert steps.tolist() == [1, 2, 4, 5, 6] and mats["loss"][0][0].tolist() == [1.0, 2.0, 4.0, 5.0, 6.0]
     assert "bad length checksum" in rank.error
+
+
+def _append_rows(path, steps, columns):
+    dtype = rank_file.record_dtype(metadata.RANK_FIELDS)
+    rec = np.zeros(len(steps), dtype=dtype)
+    rec["step"], rec["wall_time"] = steps, 1e9 + np.asarray(steps, dtype=float)
+    for f in metadata.RANK_FIELDS:
+        rec[f] = columns.get(f, np.full(len(steps), np.nan))
+    with open(path, "ab") as fh:
+        fh.write(rec.tobytes())
+    return rec.nbytes
+
+
+def _messy_cluster(tmp_path, seed, ranks=6, n=300):
+    """Ranks with their own step sets: one stopped early, one that starts late, one with gaps, one whose loss is
+    NaN in its last rows only, one that never had a gradient norm."""
+    rs = np.random.RandomState(seed)
+    members = []
+    for r in range(ranks):
+        steps = np.arange(1, n + 1) * 2
+        if r == 1:
+            steps = steps[: n // 3]
+        elif r == 2:
+            steps = steps[n // 2:]
+        elif r == 3:
+            steps = np.sort(rs.choice(steps, n // 2, replace=False))
+        loss = rs.rand(steps.size)
+        if r == 4:
+            loss[-20:] = np.nan
+        cols = {"loss": loss, "step_time_ms": 100 + rs.rand(steps.size), "host_memory_mb": 2000 + rs.rand(steps.size)}
+        if r != 5:
+            cols["grad_norm"] = rs.rand(steps.size)
+        path = str(tmp_path / "cluster" / ("rank%d.tbmsrank" % r))
+        write_rank_file(path, r, steps, 1e9 + steps, cols, host="h%d" % (r % 2))
+        members.append((r, path))
+    return members
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 40, 250, 10000])
+def test_the_newest_steps_aligned_alone_equal_the_whole_alignment_cut(tmp_path, k):
+    members = _messy_cluster(tmp_path, seed=k)
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, members)
+    data.reload()
+    ranks, steps, walls, mats = data.aligned()
+    lo = max(0, steps.size - k)
+    t_ranks, t_steps, t_walls, t_mats, behind = data.tail(k)
+    assert [r.rank for r in t_ranks] == [r.rank for r in ranks]
+    assert t_steps.tolist() == steps[lo:].tolist()
+    np.testing.assert_array_equal(t_walls, walls[lo:])
+    assert sorted(t_mats) == sorted(mats)
+    for field in mats:
+        np.testing.assert_array_equal(t_mats[field][0], mats[field][0][:, lo:])
+        np.testing.assert_array_equal(t_mats[field][1], mats[field][1][:, lo:])
+    for r, b in zip(ranks, behind):
+        last = r.arrays()[0][-1]
+        assert b == min(k, int(np.count_nonzero(steps > last)))
+    for field in ("host_memory_mb", "loss", "grad_norm"):
+        for i, (s, x, p) in enumerate(data.rank_columns(field)):
+            place = np.searchsorted(steps, s)
+            np.testing.assert_array_equal(x, mats[field][0][i, place])
+            np.testing.assert_array_equal(p, mats[field][1][i, place])
+            assert not mats[field][1][i, np.setdiff1d(np.arange(steps.size), place)].any()
+
+
+def test_a_reload_reads_only_the_appended_rows_and_keeps_the_newest(tmp_path, monkeypatch):
+    from tb_plugin_mindspore.sources import cluster_ranks
+
+    monkeypatch.setattr(cluster_ranks, "MAX_KEPT_STEPS", 1000)
+    path = str(tmp_path / "cluster" / "rank0.tbmsrank")
+    write_rank_file(path, 0, np.arange(1, 901), 1e9 + np.arange(1, 901), {"loss": np.arange(900, dtype=float)})
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    data.reload()
+    (rank,) = data.ranks
+    first = rank.bytes_read
+    kept_before = rank.arrays()
+    version = data.version
+    end = 900
+    for more in (50, 1, 200, 333, 1000, 7):      # through the buffer's end, several times
+        before = rank.bytes_read
+        appended = _append_rows(path, np.arange(end + 1, end + more + 1), {"loss": np.arange(end, end + more)})
+        end += more
+        data.reload()
+        assert rank.bytes_read - before == appended
+        steps, _, cols = rank.arrays()
+        assert steps.tolist() == list(range(max(1, end - 999), end + 1))
+        np.testing.assert_array_equal(cols["loss"], np.arange(max(1, end - 999), end + 1) - 1)
+        assert rank.dropped == max(0, end - 1000)
+    assert first < rank.bytes_read and data.version > version
+    assert kept_before[0].tolist() == list(range(1, 901))     # what was handed out earlier did not change
+    version, read = data.version, rank.bytes_read
+    data.reload()
+    assert data.version == version and rank.bytes_read == read    # nothing new: nothing read, the same version
+    # the same rows read at once from the start
+    fresh = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    fresh.reload(complete=True)
+    np.testing.assert_array_equal(fresh.ranks[0].arrays()[0], rank.arrays()[0])
+    np.testing.assert_array_equal(fresh.ranks[0].arrays()[2]["loss"], rank.arrays()[2]["loss"])
+    assert fresh.ranks[0].dropped == rank.dropped
+
+
+def test_a_step_written_twice_keeps_its_last_row_after_appends(tmp_path):
+    path = str(tmp_path / "cluster" / "rank0.tbmsrank")
+    write_rank_file(path, 0, np.arange(1, 11), 1e9 + np.arange(1, 11), {"loss": np.zeros(10)})
+    data = cluster.ClusterData("run", cluster.SOURCE_RANK_FILES, [(0, path)])
+    data.reload()
+    _append_rows(path, np.arange(8, 13), {"loss": np.ones(5)})      # a re-run into the same folder from step 8
+    data.reload()
+    steps, _, cols = data.ranks[0].arrays()
+    assert steps.tolist() == list(range(1, 13))
+    assert cols["loss"].tolist() == [0.0] * 7 + [1.0] * 5

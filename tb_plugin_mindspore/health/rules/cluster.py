@@ -31,22 +31,19 @@ def cluster_of(run):
 
 def _view(run, max_points):
     """``(ranks, steps, field)`` limited to the newest ``max_points`` recorded steps (``field(name)``: its
-    ``(matrix, present)`` there, or None), or None without a cluster."""
+    ``(matrix, present)`` there, or None), or None without a cluster. Only those steps are aligned
+    (``ClusterData.tail``): the cost does not grow with the rows a rank keeps."""
     data = cluster_of(run)
     if data is None:
         return None
-    ranks, steps, _, mats = data.aligned()
+    ranks, steps, _, mats, _ = data.tail(int(max_points))
     if not ranks or not steps.size:
         return None
-    lo = max(0, steps.size - int(max_points))
 
     def field(name):
-        if name not in mats:
-            return None
-        m, p = mats[name]
-        return m[:, lo:], p[:, lo:]
+        return mats[name] if name in mats else None
 
-    return ranks, steps[lo:], field
+    return ranks, steps, field
 
 
 def _who(r):
@@ -148,16 +145,18 @@ def rank_stopped(run, cfg):
     data = cluster_of(run)
     if data is None:
         return []
-    ranks, steps, _, _ = data.aligned()
+    min_behind = int(cfg["min_behind"])
+    ranks, steps, _, _, behind = data.tail(max(2, min_behind + 1))
     if len(ranks) < 2 or not steps.size:
         return []
-    last_cols = np.array([int(np.searchsorted(steps, r.arrays()[0][-1])) if r.arrays()[0].size else -1
-                          for r in ranks])
-    newest = int(steps[last_cols.max()])
+    # each rank's column on the step axis, counted back from the newest step (a rank further behind than the
+    # newest steps looked at sits in one column before them: it is behind by at least that much)
+    last_cols = np.where(behind < 0, -1, steps.size - behind)
+    newest = int(steps[-1])
     out = []
-    for row in signals.stopped(last_cols, steps.size, min_behind=int(cfg["min_behind"])):
+    for row in signals.stopped(last_cols, steps.size + 1, min_behind=min_behind):
         r = ranks[row]
-        last = int(steps[last_cols[row]])
+        last = int(r.arrays()[0][-1])
         out.append(Finding("rank_stopped", ERROR,
                            "%s stopped writing at step %d while the other ranks went on to step %d: it hung or died "
                            "(see its log; with collectives the others will wait for it)." % (
@@ -181,18 +180,16 @@ def memory_growth(run, cfg):
     data = cluster_of(run)
     if data is None:
         return []
-    ranks, steps, _, mats = data.aligned()
+    ranks = data.ranks
     out = []
     for field, label in (("host_memory_mb", "Host memory (RSS)"), ("device_memory_mb", "Device memory")):
-        if field not in mats:
+        # each rank's own rows, nothing aligned: a memory value not measured is NaN, which memory_growth leaves out
+        columns = data.rank_columns(field, present=False)
+        if columns is None:
             continue
-        x, p = mats[field]
-        hits = []
-        for i in range(len(ranks)):
-            g = signals.memory_growth(steps[p[i]], x[i][p[i]], warmup=cfg["warmup"], min_points=cfg["min_points"],
-                                      min_growth=cfg["min_growth"], min_mb=cfg["min_mb"], rising=cfg["rising"])
-            if g is not None:
-                hits.append((i, g))
+        found = signals.memory_growth_many(columns, warmup=cfg["warmup"], min_points=cfg["min_points"],
+                                           min_growth=cfg["min_growth"], min_mb=cfg["min_mb"], rising=cfg["rising"])
+        hits = [(i, g) for i, g in enumerate(found) if g is not None]
         if not hits:
             continue
         i, g = max(hits, key=lambda h: h[1]["mb_per_1000_steps"])
@@ -215,18 +212,22 @@ def device_memory_limit(run, cfg):
     data = cluster_of(run)
     if data is None:
         return []
-    ranks, steps, _, mats = data.aligned()
-    if "device_memory_mb" not in mats or "device_limit_mb" not in mats:
+    ranks = data.ranks
+    used_columns = data.rank_columns("device_memory_mb", present=False)
+    limit_columns = data.rank_columns("device_limit_mb", present=False)
+    if used_columns is None or limit_columns is None:
         return []
-    used, up = mats["device_memory_mb"]
-    limit, lp = mats["device_limit_mb"]
     worst = None
-    for i in range(len(ranks)):
-        lim = limit[i][lp[i] & np.isfinite(limit[i])]
-        if not lim.size or not up[i].any():
+    for i, (used, limit) in enumerate(zip(used_columns, limit_columns)):
+        if used is None or limit is None or used[2] == used[1].size or limit[2] == limit[1].size:
+            continue     # no finite value (known without looking: the CPU backend records none): nothing to judge
+        lim = limit[1][data.present("device_limit_mb", limit[1]) & np.isfinite(limit[1])]
+        up = data.present("device_memory_mb", used[1])
+        if not lim.size or not up.any():
             continue
-        growth = signals.memory_growth(steps[up[i]], used[i][up[i]])
-        hit = signals.near_limit(steps[up[i]], used[i][up[i]], float(lim[-1]), cfg["fraction"], growth)
+        steps, values = used[0][up], used[1][up]
+        growth = signals.memory_growth(steps, values)
+        hit = signals.near_limit(steps, values, float(lim[-1]), cfg["fraction"], growth)
         if hit is not None and (worst is None or hit["share"] > worst[1]["share"]):
             worst = (i, hit)
     if worst is None:

@@ -49,14 +49,18 @@ def _rank_waits(run):
     data = cluster_of(run)
     if data is None:
         return None
-    ranks, steps, _, mats = data.aligned()
-    if not ranks or "data_wait_ms" not in mats or "step_time_ms" not in mats:
+    ranks = data.ranks
+    waits = data.rank_columns("data_wait_ms", present=False)
+    times = data.rank_columns("step_time_ms", present=False)
+    if not ranks or waits is None or times is None:
         return None
     own = (run.info or {}).get("rank") if isinstance(run.info, dict) else None
     i = next((k for k, r in enumerate(ranks) if r.rank == own), 0)
-    (w, wp), (s, sp) = mats["data_wait_ms"], mats["step_time_ms"]
-    keep = wp[i] & sp[i]
-    return "", steps[keep], w[i][keep], s[i][keep]
+    if waits[i] is None or times[i] is None:
+        return "", np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+    (steps, w, _), (_, s, _) = waits[i], times[i]    # one rank's own rows: the same steps
+    keep = data.present("data_wait_ms", w) & data.present("step_time_ms", s)
+    return "", steps[keep], w[keep], s[keep]
 
 
 def _step_times(run, min_points):
