@@ -190,9 +190,14 @@ def table(summary, rules, command):
 NOTES = {
     "input_bound": "a run is a trial only when its steps are shorter than the injected 100 ms batch (otherwise the "
                    "prefetching pipeline keeps up: left out, listed below the table)",
-    "overfitting": "a run is a trial only when the network fits its noisy samples (train loss halved)",
     "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate",
     "step_time_regression": "a slowdown whose CPU time per step did not grow (core/step_cpu_ms) is a note",
+    "slow_rank": "a compute gap while the rank's node was oversubscribed (its recorded load per CPU above 1) is a "
+                 "note: the corpus's four msrun workers share two cores, where rank 0, which also writes the event "
+                 "files, ran 8-16% slower in 3 of 4 healthy jobs before",
+    "overfitting": "a run is a trial only when the network fits its noisy samples (train loss halved); missed: a "
+                   "generalization gap whose eval loss stays flat (Prechelt's criterion needs it to rise)",
+    "rank_diverging": "the right rank counted wherever the message names it (\"the local loss of rank 1\")",
     "sharpness_above_stability": "a precursor (watch, level info): trials, recall and lead time in the precursor "
                                  "set's table below",
     "attention_logit_growth": "a precursor (watch, level info): trials, recall and lead time in the precursor set's "
