@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import threading
 import time
+import weakref
 
 from ..health import engine
 from ..health import sources as health_sources
@@ -69,6 +70,24 @@ class HealthCache:
         # load, the tokens and the clock rules of every run are not worked out again for each request.
         self._answers = series_cache.TtlMemo(ttl=report_ttl)
         self.computed = collections.Counter()   # run -> times it was read and checked
+        # The rank files' reader judges each new state of a cluster with the rules that read only the cluster, in
+        # its own thread, as soon as it read it: a check after a reload finds those findings ready.
+        method = weakref.WeakMethod(self._judge_ahead)
+
+        def listener(folder, data):
+            judge = method()
+            if judge is not None:
+                judge(folder, data)
+
+        self._listener = listener
+        clusters.on_reload(listener)
+
+    def close(self):
+        """Stops judging the clusters' new states ahead of the checks."""
+        clusters.off_reload(self._listener)
+
+    def _judge_ahead(self, folder, data):
+        engine.judge_cluster_ahead(folder, data.view(), self._config)
 
     @property
     def stats(self):
