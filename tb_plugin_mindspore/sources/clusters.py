@@ -24,7 +24,7 @@ from .cluster_ranks import SOURCE_RANK_FILES, SOURCE_RANK_FOLDERS, ClusterData
 
 DISCOVERY_TTL_SECS = 2.0
 MAX_WALK_DIRS = 20000
-KEEP_READING_SECS = 600.0      # a cluster no health check asked for this long is no longer read in the background
+KEEP_READING_SECS = 300.0      # a cluster no health check asked for this long is no longer read in the background
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +160,17 @@ class Registry:
             else:
                 data.set_members(members)
             return data
+
+    def view(self, key, name, source, members):
+        """The :class:`~.cluster_ranks.ClusterView` a health check judges of the cluster at ``key``: the state the
+        last reload left. While the background thread keeps the cluster read (:meth:`covers`), that is the thread's
+        last reload; otherwise the cluster is reloaded here first (the commands; a cluster asked for the first
+        time, or not asked for a long while)."""
+        data = self.get(key, name, source, members)
+        data.asked_at = time.monotonic()
+        if not self.covers(data):
+            data.reload()
+        return data.view()
 
     # -- reading in the background -------------------------------------------------------------------------------
     def start(self, interval):
@@ -312,9 +323,8 @@ def off_reload(fn):
 
 def cluster_for_health(directory):
     """The :class:`~.cluster_ranks.ClusterView` a run folder's cluster rules judge, or ``None`` (see
-    :func:`cluster_of_run_dir`; looked up again at most every 2 s per folder): the state the last reload left.
-    While the background thread keeps the cluster read (:func:`read_in_background`), that is the thread's last
-    reload; otherwise the cluster is reloaded here first (the commands; a cluster asked for the first time)."""
+    :func:`cluster_of_run_dir`; looked up again at most every 2 s per folder): the state the last reload left
+    (:meth:`Registry.view`; the rank files are read here unless the background thread keeps them read)."""
     found = _FOUND.get(os.path.abspath(directory), lambda: cluster_of_run_dir(directory))
     if found is None:
         return None
@@ -322,21 +332,7 @@ def cluster_for_health(directory):
     seen = _SEEN.get()
     if seen is not None and folder in seen:
         return seen[folder]
-    data = _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
-    data.asked_at = time.monotonic()
-    if not _HEALTH_REGISTRY.covers(data):
-        data.reload()
-    view = data.view()
+    view = _HEALTH_REGISTRY.view(folder, os.path.basename(folder), source, members)
     if seen is not None:
         seen[folder] = view
     return view
-
-
-def cluster_data_for_health(directory):
-    """The :class:`~.cluster_ranks.ClusterData` behind :func:`cluster_for_health` (as it is now, not reloaded), or
-    None."""
-    found = _FOUND.get(os.path.abspath(directory), lambda: cluster_of_run_dir(directory))
-    if found is None:
-        return None
-    folder, source, members = found
-    return _HEALTH_REGISTRY.get(folder, os.path.basename(folder), source, members)
