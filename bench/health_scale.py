@@ -248,13 +248,13 @@ def _get(url):
 
 def _timed(url, pid, own=None):
     """``(wall ms, server CPU ms, answer)``; with a dict ``own``, ``own["cpu_ms"]`` gets the CPU of the threads that
-    ended meanwhile (the server's thread for this request: TensorBoard's server starts one per request), the
-    server's CPU less its other threads'."""
+    started meanwhile (the server's thread for this request: TensorBoard's server starts one per request), the
+    server's CPU less what its threads from before the request (the readers) took meanwhile."""
     c0, t0 = _cpu_s(pid), _threads_cpu_s(pid)
     ms, answer = _get(url)
     c1, t1 = _cpu_s(pid), _threads_cpu_s(pid)
     if own is not None:
-        others = sum(t1[tid] - t0.get(tid, 0.0) for tid in t1)
+        others = sum(t1[tid] - t0[tid] for tid in t1 if tid in t0)
         own["cpu_ms"] = max(0.0, c1 - c0 - others) * 1000.0
     return ms, (c1 - c0) * 1000.0, answer
 
