@@ -499,11 +499,11 @@ class ClusterData:
                     r.error = ("%s: %s" % (type(e).__name__, e))[:200]
                     r._stamp = None      # tried again next time
                     changed = True
-            if changed or self._stale or self._view is None:
-                if changed or self._stale:
-                    self._aligned, self._stale = None, False
-                    self.version += 1
-                self._view = self._make_view()      # the view before stays what others hold until now
+            if changed or self._stale:
+                self._aligned, self._view, self._stale = None, None, False
+                self.version += 1
+            if self._view is None:      # (made again by view() if this raises)
+                self._view = self._make_view()
             self.reloaded_at = time.monotonic()
             return self.version
 
