@@ -14,8 +14,9 @@ throughput) at every step, so the per-run rules judge long series too. Then:
   ``fresh_after_s`` the time from the append to that answer (the reloads included). (B) asked after the reload:
   the next ``--append`` steps, TensorBoard and the plugin's readers left to read and judge them (until the server
   is idle again: under 50 ms of CPU in a second, once TensorBoard holds the new last step), then one request
-  (``after_reload_ms``): what the Health panel waits for when it asks after a reload. Wall time of the request and CPU time of the server process
-  (``/proc/<pid>/stat``: every thread, the readers' too), and the server's CPU from the append to the answer.
+  (``after_reload_ms``): what the Health panel waits for when it asks after a reload. Wall time of the request and
+  CPU time of the server process (``/proc/<pid>/stat``: every thread, the readers' too; and of the request's own
+  thread), and the server's CPU from the append to the answer.
 * **in process**: the same through TensorBoard's WSGI app in this process (Python loader), with the CPU time of
   the request's own thread, split into the reading (``health.sources.read_runs``) and the judging
   (``engine.check_run``); the bytes the rank-file reader read after the first read (only what was appended); how
@@ -508,7 +509,8 @@ def main(argv=None):
                                         s["after_append_cpu_ms"]))
         print("  (A) fresh %.1f s after the append (%d requests, %.0f ms CPU in all, slowest %.0f ms; the server's "
               "CPU from the append to that answer %.0f ms); every point judged %.1f s after it (that request %.0f "
-              "ms, CPU %.0f ms); (B) the reload took %.1f s and %.0f ms of the server's CPU, the answer was %s; findings: %s" % (
+              "ms, CPU %.0f ms); (B) the reload took %.1f s and %.0f ms of the server's CPU, the answer was %s; "
+              "findings: %s" % (
                   s["fresh_after_s"], s["polls"], s["polls_cpu_ms"], s["polls_max_ms"], s["append_to_fresh_cpu_ms"],
                   s["every_point_after_s"], s["every_point_ms"], s["every_point_cpu_ms"], s["reload_s"],
                   s["reload_cpu_ms"],
