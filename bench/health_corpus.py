@@ -190,7 +190,8 @@ def table(summary, rules, command):
 NOTES = {
     "input_bound": "a run is a trial only when its steps are shorter than the injected 100 ms batch (otherwise the "
                    "prefetching pipeline keeps up: left out, listed below the table)",
-    "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate",
+    "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate; the first point "
+                           "of each kind (its graphs compiled) left out",
     "step_time_regression": "a slowdown whose CPU time per step did not grow (core/step_cpu_ms) is a note",
     "slow_rank": "a compute gap while the rank's node was oversubscribed (its recorded load per CPU above 1) is a "
                  "note: the corpus's four msrun workers share two cores, where rank 0, which also writes the event "
