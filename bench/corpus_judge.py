@@ -140,7 +140,7 @@ def judge_run(out, spec):
         result["error"] = result["error"] or "no run folder"
         result["findings"] = []
         return _write(out, result)
-    void = void_reason(spec, run)
+    void = void_reason(spec, run, meta)
     if void:
         result["void"] = void
     findings = [f.to_json() for f in engine.check_run(run)]
@@ -183,12 +183,19 @@ def judge_run(out, spec):
     return _write(out, result)
 
 
-def void_reason(spec, run):
+# input_bound is in effect when a batch takes at least this many times the step (1.25: a fifth of the step waits).
+INPUT_BOUND_RATIO = 1.25
+
+
+def void_reason(spec, run, meta=None):
     """Why a run is no trial, or "": a fault that did not take effect, or a healthy run that overfits in fact
-    (:func:`overfits`). ``input_bound``: the pipeline sleeps
-    ``SLOW_BATCH_S`` a batch and prefetches while the step runs, so a run whose steps take longer (a slow mode on a
-    loaded machine) never waits for data. ``overfitting``: the network must fit its few noisy samples (the train
-    loss's last points under half its first ones); one that does not, in the run's steps, cannot overfit them."""
+    (:func:`overfits`). ``input_bound``: the pipeline waits a multiple of the step a batch (the meta's ``pace``,
+    :class:`corpus_train.Pace`) while it prefetches during the step, so the run is input-bound in fact only when its
+    batches took clearly longer than its steps (their medians, as the trainer measured them: at least
+    ``INPUT_BOUND_RATIO`` times, below which under 20% of a step would wait, the TensorFlow profiler's line for
+    'highly' input-bound). Runs recorded before the pace existed waited a fixed ``SLOW_BATCH_S``, compared with the
+    recorded step time. ``overfitting``: the network must fit its few noisy samples (the train loss's last points
+    under half its first ones); one that does not, in the run's steps, cannot overfit them."""
     from tb_plugin_mindspore import metadata
 
     if spec.kind == "healthy":
@@ -204,6 +211,13 @@ def void_reason(spec, run):
             return "the network did not fit its training samples (train loss %.3g to %.3g)" % (first, last)
         return ""
     if spec.case != "input_bound":
+        return ""
+    pace = (meta or {}).get("pace")
+    if pace and pace.get("batch_ms_median") and pace.get("step_ms_median"):
+        batch_ms, step_ms = pace["batch_ms_median"], pace["step_ms_median"]
+        if batch_ms < INPUT_BOUND_RATIO * step_ms:
+            return ("batches of %.0f ms against steps of %.0f ms (under %.2gx): the prefetching pipeline nearly keeps "
+                    "up, the run is not input-bound" % (batch_ms, step_ms, INPUT_BOUND_RATIO))
         return ""
     import corpus_train
 

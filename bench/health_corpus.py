@@ -188,8 +188,9 @@ def table(summary, rules, command):
 
 # Per-rule notes for RULES.md (why a row misses a target, or what the row covers).
 NOTES = {
-    "input_bound": "a run is a trial only when its steps are shorter than the injected 100 ms batch (otherwise the "
-                   "prefetching pipeline keeps up: left out, listed below the table)",
+    "input_bound": "a run is a trial only when its batches took at least 1.25x its steps (the trainer's medians; "
+                   "otherwise the prefetching pipeline nearly keeps up: left out, listed below the table); runs "
+                   "recorded before the delay followed the step waited a fixed 100 ms",
     "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate; the first point "
                            "of each kind (its graphs compiled) left out",
     "step_time_regression": "a slowdown whose CPU time per step did not grow (core/step_cpu_ms) is a note",
