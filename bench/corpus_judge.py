@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import corpus_catalogue as cat  # noqa: E402
+from corpus_files import write_result  # noqa: E402
 
 ALARM = ("warn", "error")
 # Rules whose series are not in the RunSeries (they read rank files from disk): their delay is their finding's start.
@@ -139,7 +140,7 @@ def judge_run(out, spec):
         result["status"] = "error"
         result["error"] = result["error"] or "no run folder"
         result["findings"] = []
-        return _write(out, result)
+        return write_result(out, result)
     void = void_reason(spec, run, meta)
     if void:
         result["void"] = void
@@ -180,7 +181,7 @@ def judge_run(out, spec):
                 result.setdefault("live_delay_steps", {}).setdefault(
                     rule_id, max(0, int(ev["step"]) - fault_step))
     result["judge_s"] = round(time.perf_counter() - started, 3)
-    return _write(out, result)
+    return write_result(out, result)
 
 
 # input_bound is in effect when a batch takes at least this many times the step (1.25: a fifth of the step waits).
@@ -263,15 +264,6 @@ def overfits(run, margin=0.05, last=3):
             "(+%.0f%%) while its train loss fell from %.4g to %.4g" % (
                 float(x[best]), int(steps[best]), end, int(steps[-1]), 100 * (end / float(x[best]) - 1), before,
                 after))
-
-
-def _write(out, result):
-    os.makedirs(os.path.join(out, "results"), exist_ok=True)
-    path = os.path.join(out, "results", result["id"] + ".json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    os.replace(path + ".tmp", path)
-    return result
 
 
 def _median(values):

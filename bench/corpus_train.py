@@ -451,8 +451,10 @@ def total_steps(spec):
     return spec.steps
 
 
-def train_run(spec, out):
-    """Trains ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``; returns the meta dict."""
+def start_run(spec, out):
+    """The start of a run of the corpus or of its precursor set: MindSpore's mode and seed set from ``spec``, the
+    meta folder made. Returns ``(run_dir, meta_path, rs, cpu0)``: ``<out>/runs/<id>``, ``<out>/meta/<id>.json``, the
+    run's numpy generator (seeded as MindSpore) and the process's CPU time at the start."""
     import mindspore as ms
 
     cpu0 = time.process_time()
@@ -461,7 +463,31 @@ def train_run(spec, out):
     os.makedirs(os.path.dirname(meta_path), exist_ok=True)
     ms.set_context(mode=ms.GRAPH_MODE if spec.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(spec.seed % (1 << 31))
-    rs = np.random.RandomState(spec.seed % (1 << 31))
+    return run_dir, meta_path, np.random.RandomState(spec.seed % (1 << 31)), cpu0
+
+
+def record_error(meta, error):
+    """A training that failed is recorded as such in its meta (the set goes on)."""
+    meta["status"] = "error"
+    meta["error"] = "%s: %s" % (type(error).__name__, error)
+    meta["traceback"] = traceback.format_exc()[-4000:]
+
+
+def finish_run(meta, meta_path, cpu0):
+    """Stamps ``meta`` with the run's end (``finished``, ``cpu_s``, ``wall_s``) and writes it to ``meta_path``
+    through a temporary file; returns it."""
+    meta["finished"] = time.time()
+    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
+    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
+    with open(meta_path + ".tmp", "w") as f:
+        json.dump(meta, f, indent=1, default=str)
+    os.replace(meta_path + ".tmp", meta_path)
+    return meta
+
+
+def train_run(spec, out):
+    """Trains ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``; returns the meta dict."""
+    run_dir, meta_path, rs, cpu0 = start_run(spec, out)
     net, layers = build(spec, rs)
     total = total_steps(spec)
     live = []
@@ -477,21 +503,13 @@ def train_run(spec, out):
             stopped = _train_loop(spec, net, run_dir, total, plan, live)
         meta["stopped_early_at"] = stopped
         meta["status"] = "trained"
-    except Exception as e:     # a training that fails is recorded as such (the corpus goes on)
-        meta["status"] = "error"
-        meta["error"] = "%s: %s" % (type(e).__name__, e)
-        meta["traceback"] = traceback.format_exc()[-4000:]
+    except Exception as e:
+        record_error(meta, e)
     plan.leak.clear()
     meta["injected"] = plan.injected
     if plan.pace is not None:
         meta["pace"] = plan.pace.summary()
-    meta["finished"] = time.time()
-    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
-    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
-    with open(meta_path + ".tmp", "w") as f:
-        json.dump(meta, f, indent=1, default=str)
-    os.replace(meta_path + ".tmp", meta_path)
-    return meta
+    return finish_run(meta, meta_path, cpu0)
 
 
 def _monitor_kwargs(spec, total, hparams, live):

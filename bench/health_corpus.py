@@ -39,6 +39,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import corpus_catalogue as cat  # noqa: E402
+from corpus_files import write_between_markers  # noqa: E402
 
 PLAN = "plan.json"
 
@@ -209,18 +210,6 @@ NOTES = {
 }
 
 
-def write_rules_md(path, text):
-    begin, end = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
-    with open(path) as f:
-        doc = f.read()
-    if begin not in doc or end not in doc:
-        raise SystemExit("%s has no %s ... %s markers" % (path, begin, end))
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(head + begin + "\n" + text + "\n" + end + tail)
-
-
 QUICK_CASES = ("small_batch", "early_growth", "nan_at_step", "layer_explosion", "frozen_layer", "dead_layer",
                "overflow_storm", "broken_eval")
 
@@ -332,7 +321,7 @@ def _summary(out, results, args, log):
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     if args.rules_md:
-        write_rules_md(args.rules_md, text)
+        write_between_markers(args.rules_md, "corpus-table", text)
     print(json.dumps({"catalogue": summary["catalogue"], "healthy_runs": summary["healthy"]["runs"],
                       "healthy_with_alarm": len(summary["healthy"]["with_alarm"]), "errors": summary["errors"],
                       "void": sorted(summary.get("void") or {})}))

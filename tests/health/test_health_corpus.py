@@ -3,9 +3,7 @@ catalogue; the judge cuts a run at a step and sums results up per rule; its shor
 trainings) finds each fault with the right rule and layer and nothing on the healthy runs."""
 
 import collections
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +18,7 @@ import corpus_judge  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_plugin_mindspore.health.rules import RULES_BY_ID  # noqa: E402
 
+from corpus_helpers import corpus_results  # noqa: E402
 from health_helpers import make_run  # noqa: E402
 
 
@@ -125,14 +124,7 @@ def test_input_bound_counts_only_where_the_pipeline_dominated():
 @pytest.mark.slow
 def test_quick_corpus_finds_each_fault_and_nothing_on_healthy_runs(tmp_path):
     pytest.importorskip("mindspore")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "health_corpus.py"), "quick", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=3000, cwd=str(tmp_path),
-                          env=dict(os.environ, GLOG_v="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    last = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert last["errors"] == [], proc.stdout[-3000:]
-    results = {r["case"]: r for r in (json.load(open(os.path.join(tmp_path, "results", n)))
-                                      for n in os.listdir(os.path.join(tmp_path, "results")))}
+    results = corpus_results(tmp_path, ["quick"], timeout=3000)
     for case in ("small_batch", "early_growth"):
         assert results[case]["alarms"] == [], results[case]["findings"]
     for case in ("nan_at_step", "layer_explosion", "frozen_layer", "dead_layer", "overflow_storm", "broken_eval"):
