@@ -169,7 +169,7 @@ def check_run(result, compiles, stderr, steps):
 @pytest.mark.parametrize("entry,debug", [("loop", "none"), ("loop", "all"), ("loop_update", "all"), ("model", "all"),
                                          ("loop_float", "none")])
 def test_no_compile_after_warmup(tmp_path, entry, mode, debug):
-    steps = 150
+    steps = 75      # 50 steps after the warm-up: 10 core and diagnostic points, 5 debug points
     result, compiles, stderr = run_monitored(tmp_path, entry, mode, steps, debug)
     check_run(result, compiles, stderr, steps)
 
