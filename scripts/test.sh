@@ -16,7 +16,7 @@ workers=${TB_MINDSPORE_TEST_WORKERS:-$(( $(nproc) + 1 ))}
 # Python keeps the bytecode of this checkout's modules (git-ignored __pycache__ folders, compiled once after set-up)
 # even where the environment says not to: without it every worker, child training and server compiles them again
 # from source (collecting the tests: 12 s of CPU in each pytest process instead of 5 s; importing the plugin and the
-# callbacks: 0.55 s instead of 0.35 s in each of the suite's hundreds of processes).
+# callbacks: 0.55 s instead of 0.35 s in every training child and server that imports them).
 unset PYTHONDONTWRITEBYTECODE
 
 extras_pid=
