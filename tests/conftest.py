@@ -100,6 +100,24 @@ def monitored_run(tmp_path_factory):
     return made_once(tmp_path_factory, "monitored", make) / "monitored"
 
 
+@pytest.fixture(scope="session")
+def ms_graph_runs(tmp_path_factory):
+    """``answers/ms_graph_child.py``'s real MindSpore files (a recorded graph, a size-rotated run, two files in one
+    folder; ``expected.json``), made once per test run for every worker: read it, or copy it to add runs."""
+    import subprocess
+
+    pytest.importorskip("mindspore")
+    from once import made_once
+
+    def make(root):
+        child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers", "ms_graph_child.py")
+        proc = subprocess.run([sys.executable, child, str(root)], capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "ms_graph", make)
+
+
 DEMO_TEST_STEPS = 200
 
 
