@@ -11,6 +11,9 @@ run of 100,000 steps); the rules themselves take milliseconds. So, per run:
   (``engine.CLOCK_RULES``: stalled, unfinished) run again on every request, on the kept series;
 * runs whose token changed are read again (the provider cannot read "points since step N", so a changed run is
   read whole; with the plugin's sample limits that is at most a few ten thousand points per series);
+* the rules that read only a cluster's rank files (``health/rules/cluster.py``) judge the state the server's
+  rank-file reader last left (``sources/clusters.py``), once per state: the reader judges each new state ahead of
+  the requests, with this cache's configuration;
 * concurrent requests share the computation of a run (single flight), and at most ``max_parallel`` computations
   run at a time: a request whose client has gone leaves behind at most one computation per run, whose answer
   is kept for the next request.
