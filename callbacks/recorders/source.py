@@ -352,6 +352,9 @@ class LoopSource:
             self._started = True
             try:
                 self._before_write()
+            except Exception:
+                on_error()
+            try:
                 self._update(ms.mutable(tuple(grads)))
                 self._wrote(step)
                 self._recorded = True
