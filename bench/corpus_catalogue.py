@@ -64,7 +64,7 @@ FAULTS = {f.name: f for f in (
     Fault("broken_eval", "eval batches prepared differently (BatchNorm moving statistics never match: inputs "
           "shifted by 4 with BatchNorm momentum 0.999; other models: eval inputs not standardised, or another "
           "label map)", ("train_eval_gap",), needs=("eval",)),
-    Fault("input_bound", "every batch takes 100 ms in the data pipeline (several times the step)",
+    Fault("input_bound", "every batch waits twice the median step in the data pipeline (at least 100 ms)",
           ("input_bound",)),
     Fault("overflow_storm", "float16 with dynamic loss scaling; from step S the backward pass overflows in "
           "float16 at every step (every update skipped, the loss scale falls to its floor)",

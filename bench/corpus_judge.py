@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import corpus_catalogue as cat  # noqa: E402
+from corpus_files import write_result  # noqa: E402
 
 ALARM = ("warn", "error")
 # Rules whose series are not in the RunSeries (they read rank files from disk): their delay is their finding's start.
@@ -139,8 +140,8 @@ def judge_run(out, spec):
         result["status"] = "error"
         result["error"] = result["error"] or "no run folder"
         result["findings"] = []
-        return _write(out, result)
-    void = void_reason(spec, run)
+        return write_result(out, result)
+    void = void_reason(spec, run, meta)
     if void:
         result["void"] = void
     findings = [f.to_json() for f in engine.check_run(run)]
@@ -180,15 +181,22 @@ def judge_run(out, spec):
                 result.setdefault("live_delay_steps", {}).setdefault(
                     rule_id, max(0, int(ev["step"]) - fault_step))
     result["judge_s"] = round(time.perf_counter() - started, 3)
-    return _write(out, result)
+    return write_result(out, result)
 
 
-def void_reason(spec, run):
+# input_bound is in effect when a batch takes at least this many times the step (1.25: a fifth of the step waits).
+INPUT_BOUND_RATIO = 1.25
+
+
+def void_reason(spec, run, meta=None):
     """Why a run is no trial, or "": a fault that did not take effect, or a healthy run that overfits in fact
-    (:func:`overfits`). ``input_bound``: the pipeline sleeps
-    ``SLOW_BATCH_S`` a batch and prefetches while the step runs, so a run whose steps take longer (a slow mode on a
-    loaded machine) never waits for data. ``overfitting``: the network must fit its few noisy samples (the train
-    loss's last points under half its first ones); one that does not, in the run's steps, cannot overfit them."""
+    (:func:`overfits`). ``input_bound``: the pipeline waits a multiple of the step a batch (the meta's ``pace``,
+    :class:`corpus_train.Pace`) while it prefetches during the step, so the run is input-bound in fact only when its
+    batches took clearly longer than its steps (their medians, as the trainer measured them: at least
+    ``INPUT_BOUND_RATIO`` times, below which under 20% of a step would wait, the TensorFlow profiler's line for
+    'highly' input-bound). Runs recorded before the pace existed waited a fixed ``SLOW_BATCH_S``, compared with the
+    recorded step time. ``overfitting``: the network must fit its few noisy samples (the train loss's last points
+    under half its first ones); one that does not, in the run's steps, cannot overfit them."""
     from tb_plugin_mindspore import metadata
 
     if spec.kind == "healthy":
@@ -204,6 +212,13 @@ def void_reason(spec, run):
             return "the network did not fit its training samples (train loss %.3g to %.3g)" % (first, last)
         return ""
     if spec.case != "input_bound":
+        return ""
+    pace = (meta or {}).get("pace")
+    if pace and pace.get("batch_ms_median") and pace.get("step_ms_median"):
+        batch_ms, step_ms = pace["batch_ms_median"], pace["step_ms_median"]
+        if batch_ms < INPUT_BOUND_RATIO * step_ms:
+            return ("batches of %.0f ms against steps of %.0f ms (under %.2gx): the prefetching pipeline nearly keeps "
+                    "up, the run is not input-bound" % (batch_ms, step_ms, INPUT_BOUND_RATIO))
         return ""
     import corpus_train
 
@@ -249,15 +264,6 @@ def overfits(run, margin=0.05, last=3):
             "(+%.0f%%) while its train loss fell from %.4g to %.4g" % (
                 float(x[best]), int(steps[best]), end, int(steps[-1]), 100 * (end / float(x[best]) - 1), before,
                 after))
-
-
-def _write(out, result):
-    os.makedirs(os.path.join(out, "results"), exist_ok=True)
-    path = os.path.join(out, "results", result["id"] + ".json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    os.replace(path + ".tmp", path)
-    return result
 
 
 def _median(values):

@@ -37,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import time
-import traceback
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -45,6 +44,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+
+from corpus_files import write_between_markers, write_result  # noqa: E402
 
 PLAN = "precursors.json"
 PRECURSOR_RULES = ("attention_logit_growth", "adam_epsilon_dominated", "sharpness_above_stability")
@@ -229,17 +230,9 @@ def wants_sharpness(spec):
 
 def train_run(spec, out):
     """Trains ``spec`` into ``<out>/runs/<id>``; writes ``<out>/meta/<id>.json``."""
-    import mindspore as ms
-
     import corpus_train as ct
 
-    cpu0 = time.process_time()
-    run_dir = os.path.join(out, "runs", spec.id)
-    meta_path = os.path.join(out, "meta", spec.id + ".json")
-    os.makedirs(os.path.dirname(meta_path), exist_ok=True)
-    ms.set_context(mode=ms.GRAPH_MODE if spec.mode == "graph" else ms.PYNATIVE_MODE)
-    ms.set_seed(spec.seed % (1 << 31))
-    rs = np.random.RandomState(spec.seed % (1 << 31))
+    run_dir, meta_path, rs, cpu0 = ct.start_run(spec, out)
     net, _ = build(spec, rs)
     arch = CASES[spec.case].arch
     x, y = ct.task_arrays(arch, 32 * ct.STEPS_PER_EPOCH, spec.seed)
@@ -256,18 +249,10 @@ def train_run(spec, out):
     try:
         (_train_model if spec.entry == "model" else _train_loop)(spec, net, run_dir, x, y, live, before)
         meta["status"] = "trained"
-    except Exception as e:     # recorded, the set goes on
-        meta["status"] = "error"
-        meta["error"] = "%s: %s" % (type(e).__name__, e)
-        meta["traceback"] = traceback.format_exc()[-4000:]
+    except Exception as e:
+        ct.record_error(meta, e)
     meta["injected"] = injected
-    meta["finished"] = time.time()
-    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
-    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
-    with open(meta_path + ".tmp", "w") as f:
-        json.dump(meta, f, indent=1, default=str)
-    os.replace(meta_path + ".tmp", meta_path)
-    return meta
+    return ct.finish_run(meta, meta_path, cpu0)
 
 
 def _sharpness_kwargs():
@@ -304,7 +289,7 @@ def _train_loop(spec, net, run_dir, x, y, live, before):
 
     import corpus_train as ct
     from tb_mindspore_callbacks import LoopMonitor, SharpnessProbe
-    from tb_mindspore_callbacks.landscape.sharpness import write_result
+    from tb_mindspore_callbacks.landscape.sharpness import write_result as write_sharpness
     from tb_plugin_mindspore.writing.writer import SummaryWriter
 
     total = spec.steps
@@ -329,7 +314,7 @@ def _train_loop(spec, net, run_dir, x, y, live, before):
                 if probe is not None and step % SHARPNESS_EVERY == 0:
                     with mon.paused():
                         writer = writer or SummaryWriter(run_dir)
-                        write_result(writer, probe.measure(step, opt, loss_network=loss_net))
+                        write_sharpness(writer, probe.measure(step, opt, loss_network=loss_net))
     finally:
         if writer is not None:
             writer.close()
@@ -415,7 +400,7 @@ def judge_run(out, spec):
         if os.path.isdir(run_dir) else None
     if run is None or meta.get("status") != "trained":
         result["status"] = "error"
-        return _write(out, result)
+        return write_result(out, result)
     findings = [f.to_json() for f in engine.check_run(run)]
     flat = [g for f in findings for g in [f] + list(f.get("follow_ons") or [])]
     result["findings"] = findings
@@ -425,7 +410,7 @@ def judge_run(out, spec):
     result["recorded"] = {t: t in run.scalars or t in run.layers for t in
                           ("debug/attention/max_logit", "diagnostic/sharpness/stability_ratio")}
     if case.rule is None:
-        return _write(out, result)
+        return write_result(out, result)
     start = spec.fault_step or 1
     p_step, p_wall = first_firing(run, {case.rule}, ("info", "warn", "error"), start)
     f_step, f_wall, by = None, None, None
@@ -443,16 +428,7 @@ def judge_run(out, spec):
     if p_step is not None and f_step is not None:
         result["lead_steps"] = f_step - p_step
         result["lead_s"] = round(f_wall - p_wall, 2) if f_wall is not None and p_wall is not None else None
-    return _write(out, result)
-
-
-def _write(out, result):
-    os.makedirs(os.path.join(out, "results"), exist_ok=True)
-    path = os.path.join(out, "results", result["id"] + ".json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    os.replace(path + ".tmp", path)
-    return result
+    return write_result(out, result)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -576,20 +552,8 @@ def run_all(out, specs, command, rules_md="", timeout=1800, log=print):
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     if rules_md:
-        write_table(rules_md, text)
+        write_between_markers(rules_md, "precursor-table", text)
     return summary
-
-
-def write_table(path, text):
-    begin, end = "<!-- precursor-table:begin -->", "<!-- precursor-table:end -->"
-    with open(path) as f:
-        doc = f.read()
-    if begin not in doc or end not in doc:
-        raise SystemExit("%s has no %s ... %s markers" % (path, begin, end))
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(head + begin + "\n" + text + "\n" + end + tail)
 
 
 def main(argv):

@@ -35,7 +35,11 @@ EXPLOSION = 1000.0
 VANISH = 1e-7
 OVERFLOW = 1e9
 LEAK_BYTES = 1 << 20
-SLOW_BATCH_S = 0.1      # input_bound: a batch takes this long in the pipeline (a sleep: not slowed by machine load)
+# input_bound: a batch waits PACE times the median step measured so far (over the last PACE_WINDOW steps), at least
+# SLOW_BATCH_S (a sleep in the pipeline: not slowed by machine load), so that the pipeline dominates whatever the load.
+SLOW_BATCH_S = 0.1
+PACE = 2.0
+PACE_WINDOW = 16
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -275,14 +279,53 @@ def _set(param, value):
     param.set_data(Tensor(np.array(value, np.float32)))
 
 
+class Pace:
+    """input_bound's data delay, relative to the step: each batch waits ``PACE`` times the median of the last
+    ``PACE_WINDOW`` steps measured by the trainer (from a step's start to its end: the data wait left out; the first
+    step, a graph compilation, too), at least ``SLOW_BATCH_S``. A fixed delay was shorter than the step itself on a
+    loaded machine (steps of 0.6-0.8 s against 100 ms), so the prefetching pipeline kept up and the runs were not
+    input-bound; this one makes the pipeline twice as slow as the step whatever the load. :meth:`summary` (the
+    meta's ``pace``) lets the judge tell whether it did."""
+
+    def __init__(self):
+        self.steps_s = []
+        self.delays_s = []
+        self._start = None
+
+    def begin(self):
+        self._start = time.perf_counter()
+
+    def end(self, step):
+        if self._start is not None and step > 1:
+            self.steps_s.append(time.perf_counter() - self._start)
+        self._start = None
+
+    def delay(self):
+        """The wait of the next batch (called from the dataset's thread)."""
+        recent = self.steps_s[-PACE_WINDOW:]
+        d = max(SLOW_BATCH_S, PACE * float(np.median(recent))) if recent else SLOW_BATCH_S
+        self.delays_s.append(d)
+        return d
+
+    def wait(self):
+        time.sleep(self.delay())
+
+    def summary(self):
+        med = (lambda v: round(1000.0 * float(np.median(v)), 2) if v else None)
+        return {"factor": PACE, "min_batch_ms": 1000.0 * SLOW_BATCH_S, "batches": len(self.delays_s),
+                "batch_ms_median": med(self.delays_s), "steps": len(self.steps_s), "step_ms_median": med(self.steps_s)}
+
+
 class Plan:
-    """What happens at which step: ``actions[step] -> [callable]``; ``injected`` records (step, wall time)."""
+    """What happens at which step: ``actions[step] -> [callable]``; ``injected`` records (step, wall time);
+    ``pace``: input_bound's data delay (:class:`Pace`), None otherwise."""
 
     def __init__(self):
         self.actions = {}
         self.injected = []
         self.leak = []
         self.leak_from = None
+        self.pace = None
 
     def at(self, step, fn, label):
         self.actions.setdefault(int(step), []).append((fn, label))
@@ -291,8 +334,12 @@ class Plan:
         for fn, label in self.actions.get(int(step), ()):
             fn()
             self.injected.append({"step": int(step), "time": time.time(), "what": label})
+        if self.pace is not None:
+            self.pace.begin()
 
     def after_step(self, step):
+        if self.pace is not None:
+            self.pace.end(step)
         if self.leak_from is not None and step >= self.leak_from:
             self.leak.append(np.ones(LEAK_BYTES // 4, np.float32))
 
@@ -312,6 +359,8 @@ def fault_plan(spec, net, layers):
     elif spec.case == "memory_leak":
         plan.leak_from = s
         plan.injected.append({"step": int(s), "time": None, "what": "leak 1 MB per step"})
+    elif spec.case == "input_bound":
+        plan.pace = Pace()
     elif spec.case == "nan_at_step":
         from mindspore import Tensor
 
@@ -402,8 +451,10 @@ def total_steps(spec):
     return spec.steps
 
 
-def train_run(spec, out):
-    """Trains ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``; returns the meta dict."""
+def start_run(spec, out):
+    """The start of a run of the corpus or of its precursor set: MindSpore's mode and seed set from ``spec``, the
+    meta folder made. Returns ``(run_dir, meta_path, rs, cpu0)``: ``<out>/runs/<id>``, ``<out>/meta/<id>.json``, the
+    run's numpy generator (seeded as MindSpore) and the process's CPU time at the start."""
     import mindspore as ms
 
     cpu0 = time.process_time()
@@ -412,7 +463,31 @@ def train_run(spec, out):
     os.makedirs(os.path.dirname(meta_path), exist_ok=True)
     ms.set_context(mode=ms.GRAPH_MODE if spec.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(spec.seed % (1 << 31))
-    rs = np.random.RandomState(spec.seed % (1 << 31))
+    return run_dir, meta_path, np.random.RandomState(spec.seed % (1 << 31)), cpu0
+
+
+def record_error(meta, error):
+    """A training that failed is recorded as such in its meta (the set goes on)."""
+    meta["status"] = "error"
+    meta["error"] = "%s: %s" % (type(error).__name__, error)
+    meta["traceback"] = traceback.format_exc()[-4000:]
+
+
+def finish_run(meta, meta_path, cpu0):
+    """Stamps ``meta`` with the run's end (``finished``, ``cpu_s``, ``wall_s``) and writes it to ``meta_path``
+    through a temporary file; returns it."""
+    meta["finished"] = time.time()
+    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
+    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
+    with open(meta_path + ".tmp", "w") as f:
+        json.dump(meta, f, indent=1, default=str)
+    os.replace(meta_path + ".tmp", meta_path)
+    return meta
+
+
+def train_run(spec, out):
+    """Trains ``spec`` into ``<out>/runs/<id>`` and writes ``<out>/meta/<id>.json``; returns the meta dict."""
+    run_dir, meta_path, rs, cpu0 = start_run(spec, out)
     net, layers = build(spec, rs)
     total = total_steps(spec)
     live = []
@@ -428,19 +503,13 @@ def train_run(spec, out):
             stopped = _train_loop(spec, net, run_dir, total, plan, live)
         meta["stopped_early_at"] = stopped
         meta["status"] = "trained"
-    except Exception as e:     # a training that fails is recorded as such (the corpus goes on)
-        meta["status"] = "error"
-        meta["error"] = "%s: %s" % (type(e).__name__, e)
-        meta["traceback"] = traceback.format_exc()[-4000:]
+    except Exception as e:
+        record_error(meta, e)
     plan.leak.clear()
     meta["injected"] = plan.injected
-    meta["finished"] = time.time()
-    meta["cpu_s"] = round(time.process_time() - cpu0, 2)
-    meta["wall_s"] = round(meta["finished"] - meta["started"], 2)
-    with open(meta_path + ".tmp", "w") as f:
-        json.dump(meta, f, indent=1, default=str)
-    os.replace(meta_path + ".tmp", meta_path)
-    return meta
+    if plan.pace is not None:
+        meta["pace"] = plan.pace.summary()
+    return finish_run(meta, meta_path, cpu0)
 
 
 def _monitor_kwargs(spec, total, hparams, live):
@@ -498,7 +567,7 @@ def _train_model(spec, net, run_dir, total, plan, live):
 
         def batches():
             for i in range(per_epoch):
-                time.sleep(SLOW_BATCH_S)
+                plan.pace.wait()
                 yield x[i * spec.batch:(i + 1) * spec.batch], y[i * spec.batch:(i + 1) * spec.batch]
 
         return ds.GeneratorDataset(batches, ["x", "y"], shuffle=False)
@@ -561,9 +630,9 @@ class GradStep:
         return _Step()
 
 
-def _loop_batches(spec, x, y, total):
+def _loop_batches(spec, x, y, total, pace=None):
     """The loop's batches as users take them: a MindSpore dataset's tuple iterator, epoch after epoch (its pipeline
-    prefetches; input_bound's generator sleeps SLOW_BATCH_S a batch, as in ``Model.train``)."""
+    prefetches; input_bound's generator waits ``pace`` a batch, as in ``Model.train``)."""
     import mindspore.dataset as ds
 
     per_epoch = len(x) // spec.batch
@@ -571,7 +640,7 @@ def _loop_batches(spec, x, y, total):
         if spec.case == "input_bound":
             def slow():
                 for i in range(per_epoch):
-                    time.sleep(SLOW_BATCH_S)
+                    pace.wait()
                     yield x[i * spec.batch:(i + 1) * spec.batch], y[i * spec.batch:(i + 1) * spec.batch]
 
             data = ds.GeneratorDataset(slow, ["x", "y"], shuffle=False)
@@ -617,7 +686,7 @@ def _train_loop(spec, net, run_dir, total, plan, live):
     best, bad_epochs, epoch_losses = math.inf, 0, []
     stopped = None
     with LoopMonitor(run_dir, opt, network=net, batch_size=spec.batch, **kw) as mon:
-        batches = _loop_batches(spec, x, y, total)
+        batches = _loop_batches(spec, x, y, total, plan.pace)
         for step in range(1, total + 1):
             a, b = next(batches)
             mon.begin_step()

@@ -39,6 +39,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import corpus_catalogue as cat  # noqa: E402
+from corpus_files import write_between_markers  # noqa: E402
 
 PLAN = "plan.json"
 
@@ -188,9 +189,11 @@ def table(summary, rules, command):
 
 # Per-rule notes for RULES.md (why a row misses a target, or what the row covers).
 NOTES = {
-    "input_bound": "a run is a trial only when its steps are shorter than the injected 100 ms batch (otherwise the "
-                   "prefetching pipeline keeps up: left out, listed below the table)",
-    "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate",
+    "input_bound": "a run is a trial only when its batches took at least 1.25x its steps (the trainer's medians; "
+                   "otherwise the prefetching pipeline nearly keeps up: left out, listed below the table); runs "
+                   "recorded before the delay followed the step waited a fixed 100 ms",
+    "monitoring_overhead": "judged in CPU time (core/monitor_cpu_ms), which load does not inflate; the first point "
+                           "of each kind (its graphs compiled) left out",
     "step_time_regression": "a slowdown whose CPU time per step did not grow (core/step_cpu_ms) is a note",
     "slow_rank": "a compute gap while the rank's node was oversubscribed (its recorded load per CPU above 1) is a "
                  "note: the corpus's four msrun workers share two cores, where rank 0, which also writes the event "
@@ -205,18 +208,6 @@ NOTES = {
     "adam_epsilon_dominated": "a precursor (watch, level info): trials, recall and lead time in the precursor set's "
                               "table below",
 }
-
-
-def write_rules_md(path, text):
-    begin, end = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
-    with open(path) as f:
-        doc = f.read()
-    if begin not in doc or end not in doc:
-        raise SystemExit("%s has no %s ... %s markers" % (path, begin, end))
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(head + begin + "\n" + text + "\n" + end + tail)
 
 
 QUICK_CASES = ("small_batch", "early_growth", "nan_at_step", "layer_explosion", "frozen_layer", "dead_layer",
@@ -330,7 +321,7 @@ def _summary(out, results, args, log):
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     if args.rules_md:
-        write_rules_md(args.rules_md, text)
+        write_between_markers(args.rules_md, "corpus-table", text)
     print(json.dumps({"catalogue": summary["catalogue"], "healthy_runs": summary["healthy"]["runs"],
                       "healthy_with_alarm": len(summary["healthy"]["with_alarm"]), "errors": summary["errors"],
                       "void": sorted(summary.get("void") or {})}))

@@ -13,6 +13,11 @@ if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 # One worker more than there are cores: about a quarter of the tests' wall time is spent waiting (child trainings
 # starting, servers reloading, the browser), which a third worker fills on two cores.
 workers=${TB_MINDSPORE_TEST_WORKERS:-$(( $(nproc) + 1 ))}
+# Python keeps the bytecode of this checkout's modules (git-ignored __pycache__ folders, compiled once after set-up)
+# even where the environment says not to: without it every worker, child training and server compiles them again
+# from source (collecting the tests: 12 s of CPU in each pytest process instead of 5 s; importing the plugin and the
+# callbacks: 0.55 s instead of 0.35 s in every training child and server that imports them).
+unset PYTHONDONTWRITEBYTECODE
 
 extras_pid=
 if [ $quick = 0 ]; then
@@ -25,6 +30,7 @@ else
   bash scripts/setup.sh
   (cd frontend && npm test --silent)
 fi
+.venv/bin/python -m compileall -q -j 0 tb_plugin_mindspore callbacks tests bench > /dev/null
 if [ -n "$extras_pid" ]; then
   wait "$extras_pid" || true
   cat extras.log

@@ -100,6 +100,78 @@ def monitored_run(tmp_path_factory):
     return made_once(tmp_path_factory, "monitored", make) / "monitored"
 
 
+@pytest.fixture(scope="session")
+def ms_graph_runs(tmp_path_factory):
+    """``answers/ms_graph_child.py``'s real MindSpore files (a recorded graph, a size-rotated run, two files in one
+    folder; ``expected.json``), made once per test run for every worker: read it, or copy it to add runs."""
+    import subprocess
+
+    pytest.importorskip("mindspore")
+    from once import made_once
+
+    def make(root):
+        child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers", "ms_graph_child.py")
+        proc = subprocess.run([sys.executable, child, str(root)], capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "ms_graph", make)
+
+
+DEMO_TEST_STEPS = 200
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``(logdir, output lines)`` of ``tb-mindspore demo --steps 200 --port <a free port>`` (about a minute on an
+    idle 2-core machine: three compiled graphs, a landscape, a SummaryCollector child), stopped by Ctrl-C two seconds
+    after its TensorBoard says it is up, as a user stops it; it must exit with status 0. Made once per test run
+    (``once.made_once``): tests/demo reads its output and its tab, tests/health its problem run (100 steps)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mindspore") is None:
+        pytest.skip("mindspore is not installed")
+    from once import made_once
+
+    def make(folder):
+        out = _run_demo(folder / "summary_log")
+        (folder / "output.txt").write_text(out)
+
+    folder = made_once(tmp_path_factory, "demo", make)
+    return folder / "summary_log", (folder / "output.txt").read_text().splitlines()
+
+
+def _run_demo(root):
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    from tb_harness import free_port
+
+    bin_ = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
+    p = subprocess.Popen([bin_, "demo", "--steps", str(DEMO_TEST_STEPS), "--port", str(free_port()), "--logdir",
+                          str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(1500, p.kill)       # a demo or a server that hangs fails the tests instead
+    watchdog.start()
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if "Press CTRL+C" in line:                # TensorBoard's own line: the server is up
+                break
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        out = "".join(seen) + p.communicate(timeout=120)[0]
+    finally:
+        watchdog.cancel()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, out[-4000:]
+    return out
+
+
 # CPU time per test and per fixture above function scope (this process and the children it waited for), written as
 # JSON lines to the file named by TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run needs, since wall
 # times depend on the load. A plugin object, not conftest hooks: a conftest's hooks do not see session fixtures.

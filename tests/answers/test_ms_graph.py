@@ -6,8 +6,6 @@ into ``part_N`` folders and two files in one folder each one run, in the tab and
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -15,18 +13,12 @@ from tb_harness import App
 from tb_plugin_mindspore.sources import ms_graph
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 @pytest.fixture(scope="module")
-def graph_logdir(tmp_path_factory):
-    pytest.importorskip("mindspore")
-    root = tmp_path_factory.mktemp("ms_graph")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "ms_graph_child.py"), str(root)], capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(root / "expected.json") as f:
-        return root, json.load(f)
+def graph_logdir(ms_graph_runs):
+    """The session's ``ms_graph_child.py`` files (tests/conftest.py), with what the child fed in."""
+    with open(ms_graph_runs / "expected.json") as f:
+        return ms_graph_runs, json.load(f)
 
 
 @pytest.fixture(scope="module")

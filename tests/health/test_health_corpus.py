@@ -3,9 +3,7 @@ catalogue; the judge cuts a run at a step and sums results up per rule; its shor
 trainings) finds each fault with the right rule and layer and nothing on the healthy runs."""
 
 import collections
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +18,7 @@ import corpus_judge  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_plugin_mindspore.health.rules import RULES_BY_ID  # noqa: E402
 
+from corpus_helpers import corpus_results  # noqa: E402
 from health_helpers import make_run  # noqa: E402
 
 
@@ -86,17 +85,46 @@ def test_summary_rows_recall_false_alarms_and_place():
     assert s["catalogue"]["recall"] == 1.0 and s["healthy"]["with_alarm"] == ["h2"]
 
 
+def test_input_bound_pace_follows_the_measured_step():
+    import corpus_train
+
+    pace = corpus_train.Pace()
+    assert pace.delay() == corpus_train.SLOW_BATCH_S                     # nothing measured yet
+    for step in (1, 2, 3):
+        pace.begin()
+        pace.end(step)
+    assert len(pace.steps_s) == 2                                        # step 1 (the compile) is left out
+    pace.steps_s = [0.3, 0.5, 0.4]
+    assert pace.delay() == 2 * 0.4
+    pace.steps_s = [0.01] * 3
+    assert pace.delay() == corpus_train.SLOW_BATCH_S                     # never under the fixed floor
+    pace.steps_s = [0.01] * 3 + [1.0] * corpus_train.PACE_WINDOW
+    assert pace.delay() == 2.0                                           # the last PACE_WINDOW steps only
+    summary = pace.summary()
+    assert summary["batch_ms_median"] == 450.0 and summary["step_ms_median"] == 1000.0    # 0.1, 0.8, 0.1, 2 s
+    assert summary["factor"] == corpus_train.PACE and summary["batches"] == 4
+
+
+def test_input_bound_counts_only_where_the_pipeline_dominated():
+    """The trainer's pace (each batch waits twice the median step it measured) is in the meta; a run whose batches
+    did not take clearly longer than its steps was not input-bound and is no trial. Older runs (a fixed 100 ms
+    batch, no pace) are judged by their recorded step time."""
+    spec = cat.Spec(index=1, seed=1, kind="fault", case="input_bound", expected=("input_bound",))
+    steps = np.arange(10, 101, 10)
+    run = make_run({metadata.STEP_TIME_MS: (steps, np.full(10, 40.0))})
+    pace = {"factor": 2.0, "min_batch_ms": 100.0, "batches": 100, "steps": 99}
+    assert corpus_judge.void_reason(spec, run, {"pace": dict(pace, batch_ms_median=160.0, step_ms_median=80.0)}) == ""
+    why = corpus_judge.void_reason(spec, run, {"pace": dict(pace, batch_ms_median=110.0, step_ms_median=100.0)})
+    assert why.startswith("batches of 110 ms against steps of 100 ms") and "not input-bound" in why
+    assert corpus_judge.void_reason(spec, run, {}) == ""                 # 40 ms steps against the fixed 100 ms
+    slow = make_run({metadata.STEP_TIME_MS: (steps, np.full(10, 700.0))})
+    assert "the prefetching pipeline keeps up" in corpus_judge.void_reason(spec, slow, {})
+
+
 @pytest.mark.slow
 def test_quick_corpus_finds_each_fault_and_nothing_on_healthy_runs(tmp_path):
     pytest.importorskip("mindspore")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "health_corpus.py"), "quick", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=3000, cwd=str(tmp_path),
-                          env=dict(os.environ, GLOG_v="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    last = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert last["errors"] == [], proc.stdout[-3000:]
-    results = {r["case"]: r for r in (json.load(open(os.path.join(tmp_path, "results", n)))
-                                      for n in os.listdir(os.path.join(tmp_path, "results")))}
+    results = corpus_results(tmp_path, ["quick"], timeout=3000)
     for case in ("small_batch", "early_growth"):
         assert results[case]["alarms"] == [], results[case]["findings"]
     for case in ("nan_at_step", "layer_explosion", "frozen_layer", "dead_layer", "overflow_storm", "broken_eval"):

@@ -4,9 +4,7 @@ measured on the run cut at each step; its short form (real tiny trainings) gives
 info, never warn or error), the failure it announces and the lead time between them, and nothing on the healthy
 transformer."""
 
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +19,7 @@ import corpus_precursors as cp  # noqa: E402
 from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_plugin_mindspore.health.rules import RULES_BY_ID  # noqa: E402
 
+from corpus_helpers import corpus_results  # noqa: E402
 from health_helpers import make_run  # noqa: E402
 
 
@@ -90,14 +89,7 @@ def test_summary_lead_times_and_false_watches():
 @pytest.mark.slow
 def test_quick_precursors_watch_before_the_failure_and_stay_quiet_on_a_healthy_transformer(tmp_path):
     pytest.importorskip("mindspore")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "health_corpus.py"), "precursors", "--quick",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=str(tmp_path),
-                          env=dict(os.environ, GLOG_v="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    last = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert last["errors"] == [], proc.stdout[-3000:]
-    results = {r["case"]: r for r in (json.load(open(os.path.join(tmp_path, "results", n)))
-                                      for n in os.listdir(os.path.join(tmp_path, "results")))}
+    results = corpus_results(tmp_path, ["precursors", "--quick"], timeout=1800)
     for case in ("attention_growth", "adam_epsilon", "lr_above_stability"):
         r, rule = results[case], cp.CASES[case].rule
         assert r["watch"] == [rule], (case, r["findings"])

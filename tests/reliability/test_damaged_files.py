@@ -6,7 +6,8 @@ every byte and with flipped bytes / bits. What each reader promises:
 * flipped: nothing raises; every record read is one that was written (checksums); our ``_MS`` reader loses only
   the damaged record and reports it with its offset; TensorBoard's own loader (event files) stops at it.
 
-The short forms run in CI; ``@pytest.mark.slow`` forms cover every byte and every bit.
+The short forms run in CI, with the ``slow`` forms that flip every bit; truncating the event file at every byte is
+the long form (``-m long``) of truncating it at every 4th byte.
 """
 
 import os
@@ -66,6 +67,7 @@ def test_event_file_truncated_at_every_4th_byte(real_event_file, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_event_file_truncated_at_every_byte(real_event_file, tmp_path):
     _check_event_truncations(real_event_file, tmp_path / "events.out.tfevents.1.x", 1)
 

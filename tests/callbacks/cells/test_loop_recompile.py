@@ -7,7 +7,10 @@ happened. After a warm-up that covers the first collect, diagnostic and debug po
 the child's memory (RSS) may not grow with the steps, and stderr stays quiet (MindSpore's "recompiling" warning
 printed every gradient value on every step when the gradients reached the compiled statistics as constants).
 
-Run as a script, this file is the child: ``python test_loop_recompile.py ENTRY MODE STEPS DEBUG LOGDIR``.
+The cases of one mode train one after the other in one child (``python test_loop_recompile.py many MODE STEPS
+ENTRY:DEBUG,... LOGDIR``: each on a new network, its stderr from its own marker line on), made once per test run for
+every worker; the memory trials each have a child of their own
+(``python test_loop_recompile.py ENTRY MODE STEPS DEBUG LOGDIR``).
 """
 
 import json
@@ -21,6 +24,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARKER = "TBMS_STEP "
+RUN_MARKER = "TBMS_RUN "
 COMPILED = "Finish compiling."
 WARMUP = 25               # covers the first points: collect 5, diagnostic 5, debug 10 (and 20)
 RSS_EVERY = 25
@@ -112,21 +116,55 @@ def _child(entry, mode, steps, debug, logdir):
     print(json.dumps({"times": times, "rss": rss, "errors": errors}), flush=True)
 
 
+def _child_many(mode, steps, cases, logdir):
+    """The cases ``[(entry, debug)]`` one after the other, each after its marker line on stderr."""
+    for entry, debug in cases:
+        sys.stderr.write("%s%s:%s\n" % (RUN_MARKER, entry, debug))
+        sys.stderr.flush()
+        _child(entry, mode, steps, debug, os.path.join(logdir, "%s-%s" % (entry, debug)))
+
+
 # -- parent ------------------------------------------------------------------------------------------------------
-def run_monitored(tmp_path, entry, mode, steps, debug="none", timeout=300):
-    """Runs the child; returns ``(result, compiles_by_step, stderr)``."""
-    env = dict(os.environ, GLOG_v="2", MS_SUBMODULE_LOG_v="{PIPELINE:1}", GLOG_logtostderr="1")
-    proc = subprocess.run([sys.executable, __file__, entry, mode, str(steps), debug, str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path), env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+ENV = dict(GLOG_v="2", MS_SUBMODULE_LOG_v="{PIPELINE:1}", GLOG_logtostderr="1")
+
+
+def compiles_of(stderr):
+    """``{step: compilations}`` from the step markers and the compile lines of one run's stderr."""
     compiles, step = {}, 0
-    for line in proc.stderr.splitlines():
+    for line in stderr.splitlines():
         if line.startswith(MARKER):
             step = int(line[len(MARKER):])
         elif COMPILED in line:
             compiles[step] = compiles.get(step, 0) + 1
-    return result, compiles, proc.stderr
+    return compiles
+
+
+def run_monitored(tmp_path, entry, mode, steps, debug="none", timeout=300):
+    """Runs the child; returns ``(result, compiles_by_step, stderr)``."""
+    proc = subprocess.run([sys.executable, __file__, entry, mode, str(steps), debug, str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path),
+                          env=dict(os.environ, **ENV))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result, compiles_of(proc.stderr), proc.stderr
+
+
+def run_many(folder, mode, steps, cases, timeout=900):
+    """Runs the cases of one mode in one child; writes ``<entry>-<debug>.json`` into ``folder`` for each: its result,
+    its stderr (from its marker line to the next) and whether the child's whole stderr mentions recompiling."""
+    proc = subprocess.run([sys.executable, __file__, "many", mode, str(steps),
+                           ",".join("%s:%s" % c for c in cases), str(folder / "runs")],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(folder),
+                          env=dict(os.environ, **ENV))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"times"')]
+    chunks = proc.stderr.split(RUN_MARKER)[1:]
+    assert len(results) == len(chunks) == len(cases), (proc.stdout[-2000:], proc.stderr[-3000:])
+    for (entry, debug), result, chunk in zip(cases, results, chunks):
+        name, stderr = chunk.split("\n", 1)
+        assert name == "%s:%s" % (entry, debug), name
+        (folder / ("%s-%s.json" % (entry, debug))).write_text(json.dumps({
+            "result": result, "stderr": stderr, "recompiling": bool(re.search("recompil", proc.stderr, re.I))}))
 
 
 def after_warmup(stderr):
@@ -165,13 +203,30 @@ def check_run(result, compiles, stderr, steps):
     assert slow <= max(3, len(times) // 20), (slow, np.median(times), np.sort(times)[-5:])
 
 
+CASES = [("loop", "none"), ("loop", "all"), ("loop_update", "all"), ("model", "all"), ("loop_float", "none")]
+CASE_STEPS = 75      # 50 steps after the warm-up: 10 core and diagnostic points, 5 debug points
+
+
+_MADE = {}
+
+
+def mode_runs(tmp_path_factory, mode):
+    """The folder of the mode's cases, trained once per test run (``once.made_once``) and once per process here."""
+    from once import made_once
+
+    if mode not in _MADE:
+        _MADE[mode] = made_once(tmp_path_factory, "loop_recompile_" + mode,
+                                lambda f: run_many(f, mode, CASE_STEPS, CASES))
+    return _MADE[mode]
+
+
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-@pytest.mark.parametrize("entry,debug", [("loop", "none"), ("loop", "all"), ("loop_update", "all"), ("model", "all"),
-                                         ("loop_float", "none")])
-def test_no_compile_after_warmup(tmp_path, entry, mode, debug):
-    steps = 150
-    result, compiles, stderr = run_monitored(tmp_path, entry, mode, steps, debug)
-    check_run(result, compiles, stderr, steps)
+@pytest.mark.parametrize("entry,debug", CASES)
+def test_no_compile_after_warmup(tmp_path_factory, entry, mode, debug):
+    folder = mode_runs(tmp_path_factory, mode)
+    case = json.loads((folder / ("%s-%s.json" % (entry, debug))).read_text())
+    assert not case["recompiling"]
+    check_run(case["result"], compiles_of(case["stderr"]), case["stderr"], CASE_STEPS)
 
 
 def test_loop_memory_stays_flat_short(tmp_path):
@@ -197,4 +252,7 @@ def test_loop_memory_stays_flat_long(tmp_path, mode, steps):
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    if sys.argv[1] == "many":
+        _child_many(sys.argv[2], int(sys.argv[3]), [tuple(c.split(":")) for c in sys.argv[4].split(",")], sys.argv[5])
+    else:
+        _child(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
