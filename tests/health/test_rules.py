@@ -268,6 +268,20 @@ def test_frozen_weights_from_weight_norms():
     assert "head.weight" in f.message and "body.weight" not in f.message
 
 
+def test_weights_that_move_and_return_to_their_first_norm_are_learning():
+    # A healthy Adam-trained attention projection (0220-healthy-plain-transformer of the health corpus): its norm
+    # wandered by up to 1.6e-4 of itself and ended 5.9e-7 from where it began. Only a norm that never leaves its
+    # first value is frozen.
+    steps = np.arange(5, 101, 5)
+    wander = 8.149051 + 0.0013 * np.sin(np.linspace(0, 2 * np.pi, steps.size))
+    norms = np.stack([np.linspace(5, 6, steps.size), wander, np.full(steps.size, 3.0)], axis=1)
+    run = make_run({}, layers={metadata.WEIGHT_NORM_LAYERS: (["body.weight", "block.q.weight", "head.weight"],
+                                                             (steps, norms))})
+    assert abs(wander[-1] - wander[0]) / wander[0] < 1e-6
+    (f,) = findings(run, "layer_not_learning")
+    assert f.layers == ("head.weight",)
+
+
 def test_layer_updating_too_fast_warns_and_biases_are_ignored():
     run = healthy_run()
     ur = run.layers[metadata.UPDATE_RATIO_LAYERS]

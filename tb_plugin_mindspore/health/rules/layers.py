@@ -39,7 +39,10 @@ def _update_ratios(run):
       "means the learning rate is too low): below 1e-4 and, while others learn, below a tenth of their median "
       "(our bound: embedding tables updated a few rows per step sit a few times below dense layers); layers the "
       "callbacks found untrained by the optimizer (requires_grad=False, left out of it) and layers whose gradient "
-      "is exactly 0 at every step (ops.stop_gradient) named with that cause",
+      "is exactly 0 at every step (ops.stop_gradient) named with that cause; weights that do not change: a weight "
+      "norm within 1e-6 of its first value at every recorded point (our bound, from the health corpus: frozen and "
+      "dead layers 0 in 17 of 18 trials, every learning layer of 116 healthy runs at least 1.3e-4 away at some "
+      "point, though one ended 5.9e-7 from where it began)",
       "A layer that does not learn while others do: frozen (requires_grad=False or not given to the optimizer; a "
       "note when the hyperparameters say so), cut off from the loss (gradient exactly 0), an update ratio "
       "||dw||/||w|| below 1e-4, or weights that do not change.",
@@ -162,12 +165,15 @@ def _slow_layers(names, low, rel_low, ratio):
 
 
 def _frozen_layers(weights, cfg, pattern, covered):
-    """Layers (not judged by their update ratio) whose weight norm did not move while others' did."""
+    """Layers (not judged by their update ratio) whose weight norm stayed at its first value at every recorded step
+    while others' moved. The change is the largest ``|w_t - w_0| / |w_0|`` over the recorded steps, not the last
+    point's alone: a layer that learns can end where its norm began (Adam moves it away and back), a frozen one
+    never leaves it."""
     if weights is None or weights.steps.size < 2:
         return None
     with np.errstate(all="ignore"):
-        first, last = weights.values[0], weights.values[-1]
-        change = np.abs(last - first) / np.maximum(np.abs(first), 1e-30)
+        first = weights.values[0]
+        change = np.fmax.reduce(np.abs(weights.values - first), axis=0) / np.maximum(np.abs(first), 1e-30)
     names = [(n, float(c)) for n, c in zip(weights.layers, change)
              if np.isfinite(c) and n not in covered and not is_ignored(pattern, n)]
     frozen = [n for n, c in names if c <= cfg["weight_rtol"]]
