@@ -190,9 +190,10 @@ INPUT_BOUND_RATIO = 1.25
 
 def void_reason(spec, run, meta=None):
     """Why a run is no trial, or "": a fault that did not take effect, or a healthy run that overfits in fact
-    (:func:`overfits`). ``input_bound``: the pipeline waits a multiple of the step a batch (the meta's ``pace``,
-    :class:`corpus_train.Pace`) while it prefetches during the step, so the run is input-bound in fact only when its
-    batches took clearly longer than its steps (their medians, as the trainer measured them: at least
+    (:func:`overfits`) or is input-bound in fact (:func:`input_bound_in_fact`). ``input_bound``: the pipeline
+    waits a multiple of the step a batch (the meta's ``pace``, :class:`corpus_train.Pace`) while it prefetches during
+    the step, so the run is input-bound in fact only when its batches took clearly longer than its steps (their
+    medians, as the trainer measured them: at least
     ``INPUT_BOUND_RATIO`` times, below which under 20% of a step would wait, the TensorFlow profiler's line for
     'highly' input-bound). Runs recorded before the pace existed waited a fixed ``SLOW_BATCH_S``, compared with the
     recorded step time. ``overfitting``: the network must fit its few noisy samples (the train loss's last points
@@ -200,7 +201,7 @@ def void_reason(spec, run, meta=None):
     from tb_plugin_mindspore import metadata
 
     if spec.kind == "healthy":
-        return overfits(run)
+        return overfits(run) or input_bound_in_fact(run)
     if spec.kind != "fault":
         return ""
     if spec.case == "overfitting":
@@ -264,6 +265,49 @@ def overfits(run, margin=0.05, last=3):
             "(+%.0f%%) while its train loss fell from %.4g to %.4g" % (
                 float(x[best]), int(steps[best]), end, int(steps[-1]), 100 * (end / float(x[best]) - 1), before,
                 after))
+
+
+# A run planned healthy is input-bound in fact when its steps waited for data more than this share of the time each
+# step took with its wait, on average over every step (the TensorFlow profiler's line for 'highly' input-bound).
+INPUT_BOUND_SHARE = 0.20
+
+
+def _mean_per_step(run, tag):
+    """The mean of ``tag`` over every step the trainer timed: its interval series (each point's mean over the steps
+    since the previous one, weighted by their count), else the mean of its recorded points; None without either."""
+    iv = run.intervals.get(tag)
+    if iv is not None and len(iv):
+        ok = np.isfinite(iv.mean) & (iv.count > 0)
+        if ok.any():
+            return float(np.sum(iv.mean[ok] * iv.count[ok]) / np.sum(iv.count[ok]))
+    pts = run.scalars.get(tag)
+    if pts is not None and len(pts):
+        vals = np.asarray(pts.values, dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if vals.size:
+            return float(vals.mean())
+    return None
+
+
+def input_bound_in_fact(run, share=INPUT_BOUND_SHARE):
+    """Why a run planned healthy was input-bound in fact, or "": its steps waited for their batches (the trainer's
+    own timing of every step, from the end of one step to the start of the next) more than ``share`` of the time a
+    step took with its wait, on average over the run (the TensorFlow profiler's input-pipeline analysis reads
+    averages; ``input_bound`` reads the median of the recorded points), and more than the rule's ``min_wait_ms`` a
+    step (less is a batch hand-over, not a pipeline that holds training up). The corpus's runs take their batches
+    from a MindSpore dataset's iterator, as users do; on a loaded machine its threads wait for a core like the
+    training does, and small fast steps (an MLP at batch 256) can end up waiting for it: a warning there is right,
+    not a false alarm, and such runs are listed apart."""
+    from tb_plugin_mindspore import metadata
+    from tb_plugin_mindspore.health.rules import RULES_BY_ID
+
+    min_wait_ms = float(RULES_BY_ID["input_bound"].defaults["min_wait_ms"])
+    wait, step = _mean_per_step(run, metadata.DATA_WAIT_MS), _mean_per_step(run, metadata.STEP_TIME_MS)
+    if wait is None or step is None or wait <= min_wait_ms or wait <= share * (wait + step):
+        return ""
+    return ("planned healthy, input-bound in fact: its steps waited %.3g ms for data on average against %.3g ms of "
+            "computing (%.0f%% of each step with its wait, over %.0f%%)" % (
+                wait, step, 100 * wait / (wait + step), 100 * share))
 
 
 def _median(values):

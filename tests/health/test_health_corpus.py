@@ -121,6 +121,33 @@ def test_input_bound_counts_only_where_the_pipeline_dominated():
     assert "the prefetching pipeline keeps up" in corpus_judge.void_reason(spec, slow, {})
 
 
+def test_a_healthy_run_whose_steps_waited_for_data_is_input_bound_in_fact():
+    """Averaged over every step the trainer timed (the interval series, weighted by their step counts), a healthy
+    run that waited more than a fifth of each step for data, and more than a batch hand-over, is listed apart; the
+    figures of 0204-healthy-plain-mlp (GRAPH, the loop, batch 256 on a loaded machine)."""
+    spec = cat.Spec(index=204, seed=1, kind="healthy", case="plain")
+    steps = np.arange(10, 121, 10)
+
+    def run_of(wait_ms, step_ms, intervals=True):
+        scalars = {metadata.DATA_WAIT_MS: (steps, np.full(12, 0.2)), metadata.STEP_TIME_MS: (steps, np.full(12, 50.0)),
+                   metadata.LOSS: (steps, np.linspace(2, 1, 12))}
+        if not intervals:
+            scalars.update({metadata.DATA_WAIT_MS: (steps, wait_ms), metadata.STEP_TIME_MS: (steps, step_ms)})
+            return make_run(scalars)
+        rows = {tag: [(s, 0.1, v, 4 * v, 10, 0) for s, v in zip(steps, values)]
+                for tag, values in ((metadata.DATA_WAIT_MS, wait_ms), (metadata.STEP_TIME_MS, step_ms))}
+        return make_run(scalars, intervals=rows)
+
+    # The points (sampled steps) say the wait is tiny; every step's mean says 9.4 ms of 27.2: 34%.
+    wait = np.array([0.21, 7.88, 11.84, 26.62, 13.27, 0.64, 8.39, 1.35, 10.72, 5.85, 10.3, 14.53])
+    why = corpus_judge.void_reason(spec, run_of(wait, np.full(12, 17.8)))
+    assert why.startswith("planned healthy, input-bound in fact: its steps waited 9.3") and "(34% of" in why
+    assert corpus_judge.input_bound_in_fact(run_of(wait, np.full(12, 17.8), intervals=False)).startswith("planned")
+    assert corpus_judge.void_reason(spec, run_of(np.full(12, 2.2), np.full(12, 8.7))) == ""    # a hand-over: 20%
+    assert corpus_judge.void_reason(spec, run_of(np.full(12, 9.0), np.full(12, 40.0))) == ""   # 18% of the step
+    assert corpus_judge.void_reason(spec, make_run({metadata.LOSS: (steps, np.linspace(2, 1, 12))})) == ""
+
+
 @pytest.mark.slow
 def test_quick_corpus_finds_each_fault_and_nothing_on_healthy_runs(tmp_path):
     pytest.importorskip("mindspore")
