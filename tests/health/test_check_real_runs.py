@@ -105,6 +105,14 @@ def frozen_head(logdir):
 
 
 @pytest.fixture(scope="module")
+def zero_lr_head(logdir):
+    """The head's parameter group has a learning rate of 0 (the optimizer holds it: not frozen to the callbacks);
+    the core and diagnostic tiers only: no update ratios, the weight norms must tell."""
+    ht.train(logdir / "zero_lr_head", optimizer="adam", lr=0.01, head_lr=0.0, extra=False)
+    return "zero_lr_head"
+
+
+@pytest.fixture(scope="module")
 def overfit(logdir):
     """32 training samples with 30% noisy labels, a wider net, 80 epochs; eval loss on 512 held-out samples."""
     train = ht.classification_data(n=32, features=20, seed=3, noise=0.3)
@@ -209,6 +217,20 @@ def test_head_with_near_zero_lr_is_not_learning(logdir, frozen_head):
     assert f.steps == (int(ratio.steps[0]), int(ratio.steps[-1]))
     # The per-group learning rates the callbacks record show why.
     assert metadata.learning_rate_group_tag(1) in run.scalars
+
+
+def test_head_with_zero_lr_is_found_by_its_weight_norms_alone(logdir, zero_lr_head):
+    """Real Adam updates: the body's weight norms move (and may come back), the head's never leaves its first
+    value; the rule names the head alone, from the weight norms recorded at every diagnostic point."""
+    run, found = _report(logdir, zero_lr_head)
+    weights = run.layers[metadata.WEIGHT_NORM_LAYERS]
+    assert metadata.UPDATE_RATIO_LAYERS not in run.layers and not run.frozen_layers()
+    head = [n for n in weights.layers if n.startswith("2.")]
+    assert head and len(weights.layers) > len(head)
+    (f,) = [f for f in found if f.rule == "layer_not_learning"]
+    assert f.level == "warn" and f.tag == metadata.WEIGHT_NORM_LAYERS and set(f.layers) == set(head)
+    still = np.abs(weights.values - weights.values[0])
+    assert np.all(still[:, [weights.layers.index(n) for n in head]] == 0.0)
 
 
 def test_tiny_train_set_memorised_is_not_called_overfitting(logdir, overfit):
