@@ -8,13 +8,20 @@ throughput) at every step, so the per-run rules judge long series too. Then:
 
 * **served**: a real ``tensorboard`` (``tests/tb_harness.tensorboard_process``, reload every second) answers
   ``/data/plugin/mindspore/health?run=job`` (what the Health panel asks for): cold (the first answer that judges the
-  whole run), warm (median of ``--repeat``, nothing changed), and after ``--append`` steps were appended to every
-  rank file that is still written and to the event file: ``after_append_ms`` is the request that returns the first
-  answer that includes the new steps, ``fresh_after_s`` the time from the append to that answer (TensorBoard's own
-  reload included). Wall time of the request and CPU time of the server process (``/proc/<pid>/stat``).
-* **in process**: the same answer through TensorBoard's WSGI app in this process (Python loader), split into the
-  reading (``health.sources.read_runs``; the rank files' reload) and the judging (``engine.check_run``), plus the
-  bytes the rank-file reader read after the first read (only what was appended) and each data rule's time.
+  whole run), warm (median of ``--repeat``, nothing changed), then twice after ``--append`` steps were appended to
+  every rank file that is still written and to the event file. (A) asked all along: a request every 50 ms from the
+  append on; ``after_append_ms`` is the request that returns the first answer that includes the new steps,
+  ``fresh_after_s`` the time from the append to that answer (the reloads included). (B) asked after the reload:
+  the next ``--append`` steps, TensorBoard and the plugin's readers left to read and judge them (until the server
+  is idle again: under 50 ms of CPU in a second, once TensorBoard holds the new last step), then one request
+  (``after_reload_ms``): what the Health panel waits for when it asks after a reload. Wall time of the request and
+  CPU time of the server process (``/proc/<pid>/stat``: every thread, the readers' too; and of the request's own
+  thread), and the server's CPU from the append to the answer.
+* **in process**: the same through TensorBoard's WSGI app in this process (Python loader), with the CPU time of
+  the request's own thread, split into the reading (``health.sources.read_runs``) and the judging
+  (``engine.check_run``); the bytes the rank-file reader read after the first read (only what was appended); how
+  many cluster-rule judgings the request after the reload did itself (the rank files' reader judges each new state
+  of a cluster ahead of the checks); and each data rule's time, worked out again.
 
 Prints a table and, as its last line, one JSON object. ``--ranks`` / ``--steps`` / ``--append`` make a smaller
 form (the test runs 64 x 2,000 + 200).
@@ -50,6 +57,8 @@ ROUTE = "/data/plugin/mindspore/health?run=" + RUN
 CORE = ("core/loss", "core/learning_rate", "core/grad_norm", "core/step_time_ms", "core/throughput")
 T0 = 1_700_000_000.0
 EVENTS_NAME = "events.out.tfevents.1700000000.bench.scalars"
+RELOAD_INTERVAL = 1.0       # tensorboard's --reload_interval here (tests/tb_harness.py)
+QUIET_CPU_S = 0.05          # the server's CPU seconds a second when idle is below this (its readers' passes: ~0.01)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -165,11 +174,14 @@ def append(logs, ranks, steps, more, seed=1):
 def newest_step(answer):
     """The newest step the answer judged, or None: the smaller of what the cluster rules saw (``rank_stopped``: "the
     other ranks went on to step N") and what the per-run rules saw (``lr_constant``: "steps 1-N"), so an answer
-    counts as fresh only when both the rank files and the event file were read to their new end."""
+    counts as fresh only when both the rank files and the event file were read to their new end. An answer given
+    while the rank files were being appended to (some ranks already at the new end, others not: several
+    ``rank_stopped`` findings) is not counted."""
     for run in answer.get("runs", []):
         if run["run"] == RUN:
+            stopped = [f for f in run["findings"] if f["rule"] == "rank_stopped"]
             ends = {f["rule"]: f["steps"][1] for f in run["findings"] if f["rule"] in ("rank_stopped", "lr_constant")}
-            return min(ends.values()) if len(ends) == 2 else None
+            return min(ends.values()) if len(ends) == 2 and len(stopped) == 1 else None
     return None
 
 
@@ -204,6 +216,19 @@ def _cpu_s(pid):
     return (int(parts[11]) + int(parts[12])) / _clk()
 
 
+def _threads_cpu_s(pid):
+    """``{thread id: CPU seconds}`` of the threads of process ``pid`` alive now."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[tid] = (int(parts[11]) + int(parts[12])) / _clk()
+    return out
+
+
 def _children():
     out = set()
     for tid in os.listdir("/proc/self/task"):
@@ -223,10 +248,17 @@ def _get(url):
     return (time.perf_counter() - t0) * 1000.0, json.loads(body)
 
 
-def _timed(url, pid):
-    c0 = _cpu_s(pid)
+def _timed(url, pid, own=None):
+    """``(wall ms, server CPU ms, answer)``; with a dict ``own``, ``own["cpu_ms"]`` gets the CPU of the threads that
+    started meanwhile (the server's thread for this request: TensorBoard's server starts one per request), the
+    server's CPU less what its threads from before the request (the readers) took meanwhile."""
+    c0, t0 = _cpu_s(pid), _threads_cpu_s(pid)
     ms, answer = _get(url)
-    return ms, (_cpu_s(pid) - c0) * 1000.0, answer
+    c1, t1 = _cpu_s(pid), _threads_cpu_s(pid)
+    if own is not None:
+        others = sum(t1[tid] - t0[tid] for tid in t1 if tid in t0)
+        own["cpu_ms"] = max(0.0, c1 - c0 - others) * 1000.0
+    return ms, (c1 - c0) * 1000.0, answer
 
 
 def _wait_loaded(base, steps, timeout):
@@ -262,7 +294,8 @@ def served(logs, ranks, steps, more, repeat, timeout):
         idle0 = _cpu_s(pid)
         time.sleep(2.0)
         out["idle_cpu_ms_per_s"] = (_cpu_s(pid) - idle0) * 1000.0 / 2.0
-        t_append = time.perf_counter()
+        # (A) asked all along: a request every 50 ms from the append on, until one answers with the new steps
+        t_append, c_append = time.perf_counter(), _cpu_s(pid)
         append(logs, ranks, steps, more)
         polls = []
         deadline = time.time() + timeout
@@ -276,7 +309,8 @@ def served(logs, ranks, steps, more, repeat, timeout):
             raise AssertionError("no answer with step %d within %d s" % (steps + more, timeout))
         out.update(after_append_ms=polls[-1][0], after_append_cpu_ms=polls[-1][1],
                    fresh_after_s=time.perf_counter() - t_append, polls=len(polls),
-                   polls_max_ms=max(p[0] for p in polls), findings_after=summary(answer))
+                   polls_max_ms=max(p[0] for p in polls), polls_cpu_ms=sum(p[1] for p in polls),
+                   append_to_fresh_cpu_ms=(_cpu_s(pid) - c_append) * 1000.0, findings_after=summary(answer))
         more_polls = []
         while not every_point(answer) and time.time() < deadline:
             time.sleep(0.2)
@@ -288,6 +322,25 @@ def served(logs, ranks, steps, more, repeat, timeout):
         time.sleep(1.2)
         warm = [_timed(url, pid) for _ in range(repeat)]
         out["warm_after_ms"] = statistics.median(w[0] for w in warm)
+        # (B) asked after the reload: the next 1,000 steps appended, TensorBoard and the plugin's readers left to
+        # read them (three reload intervals past TensorBoard holding the new last step), then one request
+        t_append, c_append = time.perf_counter(), _cpu_s(pid)
+        append(logs, ranks, steps + more, more)
+        _wait_loaded(base, steps + 2 * more, timeout)
+        time.sleep(RELOAD_INTERVAL)
+        quiet = time.perf_counter() + timeout
+        while time.perf_counter() < quiet:      # the reload is over when the server is idle again
+            c0 = _cpu_s(pid)
+            time.sleep(RELOAD_INTERVAL)
+            if _cpu_s(pid) - c0 <= QUIET_CPU_S * RELOAD_INTERVAL:
+                break
+        out["reload_s"] = time.perf_counter() - t_append
+        out["reload_cpu_ms"] = (_cpu_s(pid) - c_append) * 1000.0
+        own = {}
+        out["after_reload_ms"], out["after_reload_cpu_ms"], answer = _timed(url, pid, own)
+        out["after_reload_own_cpu_ms"] = own["cpu_ms"]
+        out["after_reload_fresh"] = newest_step(answer) == steps + 2 * more
+        out["findings_after_reload"] = summary(answer)
         out["server_cpu_s"] = _cpu_s(pid)
         with open("/proc/%d/status" % pid) as f:
             out["server_rss_mb"] = next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM"))
@@ -298,15 +351,15 @@ def served(logs, ranks, steps, more, repeat, timeout):
 # In this process: reading vs judging
 @contextlib.contextmanager
 def _timing(module, name, into):
-    """Adds the seconds each call of ``module.name`` takes to ``into[name]`` while inside."""
+    """Adds the CPU seconds of this thread each call of ``module.name`` takes to ``into[name]`` while inside."""
     original = getattr(module, name)
 
     def wrapped(*a, **k):
-        t0 = time.process_time()
+        t0 = time.thread_time()
         try:
             return original(*a, **k)
         finally:
-            into[name] = into.get(name, 0.0) + time.process_time() - t0
+            into[name] = into.get(name, 0.0) + time.thread_time() - t0
 
     setattr(module, name, wrapped)
     try:
@@ -320,32 +373,48 @@ def _rank_bytes():
     return sum(r.bytes_read for data in clusters._HEALTH_REGISTRY._items.values() for r in data.ranks)
 
 
+def _judged_in_checks():
+    """Cluster-rule judgings done by the checks themselves (not ahead of them, by the rank files' reader)."""
+    from tb_plugin_mindspore.health.rules import cluster as cluster_rules
+    return cluster_rules.JUDGED.computed - cluster_rules.JUDGED.ahead
+
+
 def in_process(logs, ranks, steps, more, repeat):
-    """The health answer through TensorBoard's WSGI app here; CPU seconds of reading vs judging per answer."""
+    """The health answer through TensorBoard's WSGI app here (Python loader): CPU seconds of the request's thread,
+    split into reading and judging, and of the whole process meanwhile (its reader threads too)."""
     from tb_harness import App
 
     from tb_plugin_mindspore.answers import health as health_answer
     from tb_plugin_mindspore.health import engine
-    from tb_plugin_mindspore.health.rules import RULES_BY_ID
+    from tb_plugin_mindspore.sources import clusters
 
     app = App(logs)
     app.wait_for_runs([RUN], timeout=900)
     plugin = next(p for p in app.wsgi._plugins if p.plugin_name == "mindspore")
-    deadline = time.time() + 900
-    while time.time() < deadline:       # TensorBoard's Python loader read the event file to its end
-        last = app.json("/data/plugin/scalars/scalars", run=RUN, tag="core/loss")
-        if last and int(last[-1][1]) >= steps:
-            break
-        time.sleep(0.5)
+
+    def loaded(step):
+        deadline = time.time() + 900
+        while time.time() < deadline:       # TensorBoard's Python loader read the event file to its end
+            last = app.json("/data/plugin/scalars/scalars", run=RUN, tag="core/loss")
+            if last and int(last[-1][1]) >= step:
+                return
+            time.sleep(0.5)
+        raise AssertionError("step %d never loaded" % step)
+
+    loaded(steps)
 
     def answer():
         split = {}
+        judged0 = _judged_in_checks()
         with _timing(health_answer.health_sources, "read_runs", split), \
                 _timing(health_answer.engine, "check_run", split):
-            w0, c0 = time.perf_counter(), time.process_time()
+            w0, c0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
             got = app.plugin("/health", run=RUN)
-            split.update(wall=time.perf_counter() - w0, cpu=time.process_time() - c0)
-        return got, {k: v * 1000.0 for k, v in split.items()}
+            split.update(wall=time.perf_counter() - w0, cpu=time.process_time() - c0,
+                         thread_cpu=time.thread_time() - t0)
+        out = {k: v * 1000.0 for k, v in split.items()}
+        out["judged_in_request"] = _judged_in_checks() - judged0
+        return got, out
 
     out = {}
     got, split = answer()
@@ -356,7 +425,8 @@ def in_process(logs, ranks, steps, more, repeat):
     for _ in range(repeat):
         time.sleep(1.05)
         warm.append(answer()[1])
-    out["warm"] = {k: statistics.median(w.get(k, 0.0) for w in warm) for k in ("wall", "cpu")}
+    out["warm"] = {k: statistics.median(w.get(k, 0.0) for w in warm) for k in ("wall", "cpu", "thread_cpu")}
+    # (A) asked all along, from the append on
     appended = append(logs, ranks, steps, more)
     t_append = time.perf_counter()
     while time.perf_counter() - t_append < 900:
@@ -370,16 +440,30 @@ def in_process(logs, ranks, steps, more, repeat):
     out["rank_bytes_after_append"] = _rank_bytes() - bytes_first
     out["rank_bytes_appended"] = appended
     out["findings_after"] = summary(got)
-    # each data rule over the series the answer judged
+    # (B) asked after the reload: the next steps appended, read by TensorBoard and the plugin's readers, one request
+    appended += append(logs, ranks, steps + more, more)
+    loaded(steps + 2 * more)
+    passes = clusters._HEALTH_REGISTRY.passes
+    while clusters._HEALTH_REGISTRY.passes < passes + 2:    # two passes of the rank files' reader ended since
+        time.sleep(0.1)
+    time.sleep(RELOAD_INTERVAL)
+    got, out["after_reload"] = answer()
+    out["after_reload_fresh"] = newest_step(got) == steps + 2 * more
+    out["findings_after_reload"] = summary(got)
+    out["rank_bytes_after_reload"] = _rank_bytes() - bytes_first
+    out["rank_bytes_appended_both"] = appended
+    # each data rule over the series the answer judged, worked out again here (not the judged findings kept)
     entry = next(iter(plugin._health._entries._items.values()))[1]
     series = entry.series
     per_rule = {}
-    for rule in engine.split_rules()[0]:
-        t0 = time.process_time()
-        engine.check_run(series, rules=[RULES_BY_ID[rule.id]])
-        per_rule[rule.id] = (time.process_time() - t0) * 1000.0
+    with clusters.one_reload():
+        for rule, cfg in engine.enabled_rules(None, engine.split_rules()[0]):
+            t0 = time.thread_time()
+            rule.fn(series, cfg)
+            per_rule[rule.id] = (time.thread_time() - t0) * 1000.0
     out["rules_cpu_ms"] = dict(sorted(per_rule.items(), key=lambda kv: -kv[1])[:8])
     out["series_points"] = {t: int(s.steps.size) for t, s in sorted(series.scalars.items())}
+    app.close()
     return out
 
 
@@ -413,26 +497,37 @@ def main(argv=None):
     figures["load_average_end"] = os.getloadavg()[0]
     print("health route, %d ranks x %d steps (+%d), load average %.1f-%.1f" % (
         args.ranks, args.steps, args.append, figures["load_average_start"], figures["load_average_end"]))
-    print("%-34s %10s %10s" % ("", "wall ms", "CPU ms"))
     if "served" in figures:
         s = figures["served"]
-        print("%-34s %10.0f %10.0f" % ("served, cold", s["cold_ms"], s["cold_cpu_ms"]))
-        print("%-34s %10.1f %10.1f" % ("served, warm (median)", s["warm_ms"], s["warm_cpu_ms"]))
-        print("%-34s %10.0f %10.0f" % ("served, first fresh after append", s["after_append_ms"],
+        print("%-40s %10s %10s" % ("", "wall ms", "CPU ms (server process)"))
+        print("%-40s %10.0f %10.0f" % ("served, cold", s["cold_ms"], s["cold_cpu_ms"]))
+        print("%-40s %10.1f %10.1f" % ("served, warm (median)", s["warm_ms"], s["warm_cpu_ms"]))
+        print("%-40s %10.0f %10.0f   (its own thread %.0f ms)" % (
+            "served, after the reload (B)", s["after_reload_ms"], s["after_reload_cpu_ms"],
+            s["after_reload_own_cpu_ms"]))
+        print("%-40s %10.0f %10.0f" % ("served, first fresh while polling (A)", s["after_append_ms"],
                                         s["after_append_cpu_ms"]))
-        print("  fresh %.1f s after the append (%d requests); every point judged %.1f s after it (that request "
-              "%.0f ms, CPU %.0f ms); findings: %s" % (
-                  s["fresh_after_s"], s["polls"], s["every_point_after_s"], s["every_point_ms"],
-                  s["every_point_cpu_ms"], "; ".join(s["findings_after"])[:300]))
+        print("  (A) fresh %.1f s after the append (%d requests, %.0f ms CPU in all, slowest %.0f ms; the server's "
+              "CPU from the append to that answer %.0f ms); every point judged %.1f s after it (that request %.0f "
+              "ms, CPU %.0f ms); (B) the reload took %.1f s and %.0f ms of the server's CPU, the answer was %s; "
+              "findings: %s" % (
+                  s["fresh_after_s"], s["polls"], s["polls_cpu_ms"], s["polls_max_ms"], s["append_to_fresh_cpu_ms"],
+                  s["every_point_after_s"], s["every_point_ms"], s["every_point_cpu_ms"], s["reload_s"],
+                  s["reload_cpu_ms"],
+                  "fresh" if s["after_reload_fresh"] else "NOT FRESH", "; ".join(s["findings_after"])[:300]))
     if "in_process" in figures:
         p = figures["in_process"]
-        for phase in ("cold", "warm", "after_append"):
+        print("%-40s %10s %10s %10s" % ("", "wall ms", "CPU ms", "thread CPU"))
+        for phase, label in (("cold", "cold"), ("warm", "warm"), ("after_reload", "after the reload (B)"),
+                             ("after_append", "first fresh while polling (A)")):
             ph = p[phase]
-            print("%-34s %10.0f %10.0f   reading %s ms, judging %s ms" % (
-                "in process, " + phase, ph["wall"], ph["cpu"], "%.0f" % ph.get("read_runs", 0.0),
+            print("%-40s %10.0f %10.0f %10.0f   reading %s ms, judging %s ms" % (
+                "in process, " + label, ph["wall"], ph["cpu"], ph["thread_cpu"], "%.0f" % ph.get("read_runs", 0.0),
                 "%.0f" % ph.get("check_run", 0.0)))
-        print("  rank files: %d bytes read after the first read, %d appended" % (
-            p["rank_bytes_after_append"], p["rank_bytes_appended"]))
+        print("  rank files: %d bytes read after the first read, %d appended; cluster rules judged in the request "
+              "after the reload: %d (ahead of it: the rest)" % (
+                  p["rank_bytes_after_reload"], p["rank_bytes_appended_both"],
+                  p["after_reload"]["judged_in_request"]))
         print("  slowest data rules (CPU ms): %s" % ", ".join("%s %.0f" % kv for kv in p["rules_cpu_ms"].items()))
     print(json.dumps(figures))
     return figures

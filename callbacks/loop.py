@@ -235,7 +235,8 @@ class LoopMonitor:
         if self._fused and self.monitor.active:
             # GRAPH_MODE: the optimizer and this step's gradient statistics in one compiled call (step() then
             # records only the loss).
-            self._source.apply(grads, lambda: self.monitor.error("optimizer and statistics in one call"))
+            self._source.apply(grads, lambda: self.monitor.error("optimizer and statistics in one call"),
+                               step=self._params.cur_step_num + 1)
         else:
             self.optimizer(grads)
             self._given = grads         # step(loss) without grads records these
@@ -334,7 +335,8 @@ class LoopMonitor:
         self._fused = ms.get_context("mode") == ms.GRAPH_MODE
         self._fused = self._fused and self.table is None
         self._source = LoopSource(self.optimizer if self.table is None else None,
-                                  None if grads is None else [tuple(g.shape) for g in grads], self.table)
+                                  None if grads is None else [tuple(g.shape) for g in grads], self.table,
+                                  capacity=self.settings.collect_freq)
         if self.table is not None and grads is None:
             self._source.cleared = True
         try:

@@ -19,15 +19,14 @@ import math
 import numpy as np
 
 import mindspore as ms
-from mindspore import nn, ops, Parameter, Tensor
+from mindspore import nn, ops
 
 from tb_plugin_mindspore.contract import interval as interval_contract
 
 from ..common.util import host_learning_rates, loss_value, loss_values
 from ..cells.flight_ring import read_ring, ring_parameters, ring_write
 from ..cells.train_cell import (
-    MARK_FIELDS, STAT_FIELDS, STAT_ROWS, MonitoredLossScaleCell, _empty_marks, _empty_stats, grad_norms,
-    interval_marks, interval_update, norm_plan, reset_parameter,
+    MARK_FIELDS, STAT_ROWS, MonitoredLossScaleCell, grad_norms, norm_plan,
 )
 from .base import HostInterval, Interval
 
@@ -59,11 +58,6 @@ def interval_from_row(row, marks=None, first_step=None):
                 steps[name] = int(first_step + offset - 1)
     return interval_contract.from_accumulator(row, first_nonfinite_step=steps["first_nonfinite"],
                                               max_step=steps["max"])
-
-
-def _given(row):
-    """Steps counted in one accumulator row (finite and non-finite values)."""
-    return float(row[STAT_FIELDS.index("finite")] + row[STAT_FIELDS.index("nonfinite")])
 
 
 def _rows(names):
@@ -195,43 +189,44 @@ class HostSource:
 
 
 class LoopStats(nn.Cell):
-    """In-graph accumulators of the gradient statistics of a hand-written loop (as ``MonitoredTrainCell`` keeps
-    them inside the training step): the interval of the global gradient norm, its marks and last value, the
-    tracked layers' norms and the flight ring. The loss is kept on the host (:class:`LoopSource`)."""
+    """The gradient statistics of a hand-written loop on the device: each step's global gradient norm and the
+    tracked layers' norms written as one row of a ring (``tbms_loop_flight``: column 0 the global norm, then the
+    layers; ``tbms_loop_flight_count`` the rows written so far). One small write a step; the interval (min, max,
+    mean, counts, the steps of the first non-finite value and of the maximum) is folded from the ring's rows on the
+    host at the next core point (:class:`LoopSource`), and the flight recorder reads the layers' columns. The loss is
+    kept on the host.
 
-    STAT_ROWS = ("grad_norm",)   # the one monitored quantity: rows of tbms_loop_stats / _marks / _last
+    ``capacity``: the ring's rows (at least the steps of one collect interval; the flight recorder asks for more).
+    """
 
-    def __init__(self, grad_shapes):
+    def __init__(self, grad_shapes, capacity=1):
         super().__init__(auto_prefix=False)
         self._has_grads = grad_shapes is not None
         self._shapes = list(grad_shapes) if self._has_grads else []
         self._norm_plan = norm_plan(self._shapes) if self._has_grads else ((), None)
         self._layer_idx = ()
-        self.tbms_stats = Parameter(Tensor(_empty_stats()[:1]), name="tbms_loop_stats", requires_grad=False)
-        self.tbms_marks = Parameter(Tensor(_empty_marks()[:1]), name="tbms_loop_marks", requires_grad=False)
-        self.tbms_last = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_last",
-                                   requires_grad=False)
-        self.tbms_layer_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_loop_layer_grad",
-                                         requires_grad=False)
         self.flight_capacity = 0
+        self.capacity = 0
+        self.make_ring(max(1, int(capacity)))
+
+    def make_ring(self, capacity):
+        """A new ring of ``capacity`` rows, one column for the global norm and one per tracked layer (before the
+        first step only: it is compiled then)."""
+        self.capacity = int(capacity)
+        self.tbms_flight, self.tbms_flight_count = ring_parameters(self.capacity, 1 + len(self._layer_idx),
+                                                                   "tbms_loop_flight")
 
     @ms.jit
     def construct(self, grads):
         return self.record(grads)
 
     def record(self, grads):
-        """Updates the ``tbms_loop_`` Parameters from one step's gradients; returns a token. In the graph."""
+        """Writes one step's row into the ring; returns a token. In the graph."""
         grad_norm, layer = grad_norms(grads, self._norm_plan)
-        values = grad_norm.reshape((1,))
-        before = self.tbms_stats
-        token = ops.assign(self.tbms_marks, interval_marks(self.tbms_marks, before, values))
-        token = ops.depend(token, ops.assign(self.tbms_stats, interval_update(before, values)))
-        token = ops.depend(token, ops.assign(self.tbms_last, values))
+        row = grad_norm.reshape((1,))
         if self._layer_idx:
-            token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
-        if self.flight_capacity:
-            token = ops.depend(token, ring_write(self.tbms_flight, self.tbms_flight_count, layer))
-        return token
+            row = ops.concat((row, layer))
+        return ring_write(self.tbms_flight, self.tbms_flight_count, row)
 
 
 class LoopUpdate(nn.Cell):
@@ -268,21 +263,24 @@ _CLEARED = ("the parameters' gradients were empty when mon.step(loss) read them:
 
 class LoopSource:
     """A hand-written loop: per step the gradients (:meth:`update`, or :meth:`apply` with the optimizer) and the
-    loss (:meth:`add_loss`).
+    loss (:meth:`update`).
 
-    The gradient statistics are computed on the device; the loss is only kept (a reference to its tensor) and read
-    with the others at the next core point, so a step costs no host synchronisation and no compiled call for it.
+    The gradient norms are computed on the device, one ring row a step (:class:`LoopStats`); the loss is only kept
+    (a reference to its tensor). Both are read at the next core point and folded into the interval there, so a step
+    costs no host synchronisation and no compiled call for the loss.
 
     ``optimizer`` is a ``mindspore.nn.Optimizer`` or None; ``table`` (a ``torch_style.ParamTable``) describes a
     torch-style model instead: its parameters, their ``named_parameters()`` names and its learning rates.
+    ``capacity``: the ring's rows, at least the steps between two core points (``collect_freq``); should more steps
+    than that pass unread (gradients given without a core point), the ring is folded before it would wrap.
     """
 
     kind = "loop"
 
-    def __init__(self, optimizer, grad_shapes, table=None):
+    def __init__(self, optimizer, grad_shapes, table=None, capacity=1):
         self.optimizer = optimizer
         self.table = table
-        self.cell = LoopStats(grad_shapes)
+        self.cell = LoopStats(grad_shapes, capacity)
         self.num_lr_groups = None
         self.has_lr = optimizer is not None or (table is not None and table.has_lr)
         self.mismatch = None            # why the gradients given cannot be matched to the parameters
@@ -300,6 +298,11 @@ class LoopSource:
         self._losses = []
         self._loss = HostInterval()
         self._last_loss = math.nan
+        self._grad = HostInterval()      # the gradient norm's interval, folded from the ring
+        self._last_grad = math.nan
+        self._row_steps = []             # the step of each ring row written since the last fold
+        self._written = 0                # ring rows written so far (the device's count, known on the host)
+        self._ring = None                # (written, ring, count) of the last read of the ring
         self._steps = 0
         self._skipped = 0
         self._first_skipped = None
@@ -339,8 +342,8 @@ class LoopSource:
     def observe(self, step, outputs):
         pass
 
-    def apply(self, grads, on_error):
-        """``optimizer(grads)`` with this step's gradient statistics in the same compiled call (GRAPH_MODE). When
+    def apply(self, grads, on_error, step=None):
+        """``optimizer(grads)`` with step ``step``'s gradient statistics in the same compiled call (GRAPH_MODE). When
         that call cannot be compiled, ``on_error`` is called (inside the ``except``) and the optimizer runs alone
         from then on (the statistics then in :meth:`update`)."""
         if self._update is None:
@@ -348,13 +351,28 @@ class LoopSource:
         if self._update is not False:
             self._started = True
             try:
+                self._before_write()
+            except Exception:
+                on_error()
+            try:
                 self._update(ms.mutable(tuple(grads)))
+                self._wrote(step)
                 self._recorded = True
                 return
             except Exception:
                 self._update = False
                 on_error()
         self.optimizer(grads)
+
+    def _before_write(self):
+        """Folds the ring's unread rows now if the next write would overwrite one (more steps than its capacity
+        since the last core point: never with the defaults, where it holds a whole collect interval)."""
+        if len(self._row_steps) >= self.cell.capacity:
+            self._fold_grads()
+
+    def _wrote(self, step):
+        self._written += 1
+        self._row_steps.append(None if step is None else int(step))
 
     def update(self, step, loss, grads):
         """Step ``step``'s loss and, unless :meth:`apply` recorded them, its gradients."""
@@ -366,9 +384,14 @@ class LoopSource:
             self._recorded = False
         elif grads and self.cell._has_grads:
             self._started = True
+            self._before_write()
             # A tuple of Tensors reaching a compiled function is taken as a constant (and compiled again for every
             # new value); mutable() makes it a variable.
             self.cell(ms.mutable(tuple(grads)))
+            self._wrote(step)
+        if self._row_steps and self._row_steps[-1] is None:
+            # Rows written by apply() before their step was known take this one.
+            self._row_steps = [int(step) if s is None else s for s in self._row_steps]
 
     def _fold_losses(self):
         for (step, _), value in zip(self._losses, loss_values([v for _, v in self._losses])):
@@ -382,27 +405,43 @@ class LoopSource:
         if self._first_skipped is None:
             self._first_skipped = int(step)
 
+    def _read_ring(self):
+        """``(ring, count)`` copied to the host: two host reads, once per ring state (a core point and the
+        recorders reading the layers at the same step share them)."""
+        if self._ring is None or self._ring[0] != self._written:
+            ring, count = read_ring(self.cell.tbms_flight, self.cell.tbms_flight_count)
+            self._ring = (self._written, ring, count)
+        return self._ring[1], self._ring[2]
+
+    def _fold_grads(self):
+        """The ring's rows written since the last fold into the gradient norm's interval, at their steps."""
+        steps, self._row_steps = self._row_steps, []
+        if not steps:
+            return
+        ring, count = self._read_ring()
+        capacity = ring.shape[0]
+        take = min(len(steps), capacity, count)
+        for k, step in enumerate(steps[len(steps) - take:]):
+            self._last_grad = float(ring[(count - take + k) % capacity, 0])
+            self._grad.add(self._last_grad, step=step)
+
     def reset(self):
         self.read(None)
 
     def read(self, record):
         self._fold_losses()
+        self._fold_grads()
         loss, self._loss = self._loss, HostInterval()
+        grad, self._grad = self._grad, HostInterval()
         steps, self._steps = self._steps, 0
-        stats = self.cell.tbms_stats.asnumpy().copy()
-        marks = self.cell.tbms_marks.asnumpy().copy()
-        last = self.cell.tbms_last.asnumpy().copy()
-        reset_parameter(self.cell.tbms_stats, _empty_stats()[:1])
-        reset_parameter(self.cell.tbms_marks, _empty_marks()[:1])
         skipped, first_skipped, self._skipped, self._first_skipped = self._skipped, self._first_skipped, 0, None
         if record is None:
             return
         record.loss = self._last_loss
         record.loss_interval = loss.interval()
-        i = _rows(LoopStats.STAT_ROWS)["grad_norm"]
-        if self.cell._has_grads and _given(stats[i]) > 0:
-            record.grad_norm = float(last[i])
-            record.grad_interval = interval_from_row(stats[i], marks[i], record.first_step)
+        if self.cell._has_grads and grad.count > 0:
+            record.grad_norm = self._last_grad
+            record.grad_interval = grad.interval()
         # else no gradient was given in this interval: no gradient norm is written (the run info says why when the
         # loop never gives any), rather than a NaN that would read as a non-finite gradient.
         record.lrs = self._learning_rates()
@@ -411,7 +450,10 @@ class LoopSource:
     def layer_grad_norms(self):
         if not self.cell._layer_idx:
             return None
-        return self.cell.tbms_layer_grad.asnumpy().copy()
+        ring, count = self._read_ring()
+        if count < 1:
+            return np.full((len(self.cell._layer_idx),), np.nan, np.float32)
+        return ring[(count - 1) % ring.shape[0], 1:].copy()
 
     def track_layer_grad_norms(self, indices):
         indices = tuple(int(i) for i in indices)
@@ -422,8 +464,8 @@ class LoopSource:
             return False
         stats._layer_idx = indices
         stats._norm_plan = norm_plan(stats._shapes, indices)
-        stats.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
-                                          name="tbms_loop_layer_grad", requires_grad=False)
+        stats.make_ring(stats.capacity)
+        self._ring = None
         return True
 
     def guard_updates(self, factor, warmup_steps):
@@ -436,14 +478,18 @@ class LoopSource:
             return True
         if not indices or not self.track_layer_grad_norms(indices):
             return False
-        stats.tbms_flight, stats.tbms_flight_count = ring_parameters(capacity, len(indices), "tbms_loop_flight")
-        stats.flight_capacity = int(capacity)
+        if stats.capacity < capacity:
+            stats.make_ring(capacity)
+            self._ring = None
+        stats.flight_capacity = stats.capacity
         return True
 
     def flight_ring(self):
+        """The layers' columns of the ring and the rows written so far."""
         if not self.cell.flight_capacity:
             return None
-        return read_ring(self.cell.tbms_flight, self.cell.tbms_flight_count)
+        ring, count = self._read_ring()
+        return ring[:, 1:].copy(), count
 
     def loss_scale_state(self):
         return None

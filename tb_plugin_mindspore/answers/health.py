@@ -11,6 +11,9 @@ run of 100,000 steps); the rules themselves take milliseconds. So, per run:
   (``engine.CLOCK_RULES``: stalled, unfinished) run again on every request, on the kept series;
 * runs whose token changed are read again (the provider cannot read "points since step N", so a changed run is
   read whole; with the plugin's sample limits that is at most a few ten thousand points per series);
+* the rules that read only a cluster's rank files (``health/rules/cluster.py``) judge the state the server's
+  rank-file reader last left (``sources/clusters.py``), once per state: the reader judges each new state ahead of
+  the requests, with this cache's configuration;
 * concurrent requests share the computation of a run (single flight), and at most ``max_parallel`` computations
   run at a time: a request whose client has gone leaves behind at most one computation per run, whose answer
   is kept for the next request.
@@ -20,6 +23,7 @@ import collections
 import dataclasses
 import threading
 import time
+import weakref
 
 from ..health import engine
 from ..health import sources as health_sources
@@ -69,6 +73,24 @@ class HealthCache:
         # load, the tokens and the clock rules of every run are not worked out again for each request.
         self._answers = series_cache.TtlMemo(ttl=report_ttl)
         self.computed = collections.Counter()   # run -> times it was read and checked
+        # The rank files' reader judges each new state of a cluster with the rules that read only the cluster, in
+        # its own thread, as soon as it read it: a check after a reload finds those findings ready.
+        method = weakref.WeakMethod(self._judge_ahead)
+
+        def listener(folder, data):
+            judge = method()
+            if judge is not None:
+                judge(folder, data)
+
+        self._listener = listener
+        clusters.on_reload(listener)
+
+    def close(self):
+        """Stops judging the clusters' new states ahead of the checks."""
+        clusters.off_reload(self._listener)
+
+    def _judge_ahead(self, folder, data):
+        engine.judge_cluster_ahead(folder, data.view(), self._config)
 
     @property
     def stats(self):

@@ -25,6 +25,7 @@ import re
 from ..sources import clusters
 from . import causes, diagnosis, foreign
 from .rules import ERROR, INFO, LEVEL_RANK, LEVELS, RULES, RULES_BY_ID, WARN, Finding  # noqa: F401
+from .rules import cluster as cluster_rules
 from .rules.common import diverged_at
 from .series import (IntervalSeries, LayerSeries, RunSeries, RunState, Series)  # noqa: F401
 
@@ -88,6 +89,23 @@ def split_rules():
     return ([r for r in RULES if r.id not in CLOCK_RULES], [r for r in RULES if r.id in CLOCK_RULES])
 
 
+def enabled_rules(config=None, rules=None):
+    """``[(rule, thresholds)]`` of the rules (default: every rule) that ``config`` leaves enabled."""
+    out = []
+    for rule in (RULES if rules is None else rules):
+        cfg, enabled, _ = _merged_config(rule, config)
+        if enabled:
+            out.append((rule, cfg))
+    return out
+
+
+def judge_cluster_ahead(folder, view, config=None):
+    """Judges the state ``view`` of the cluster at ``folder`` with the rules that read only the cluster, ahead of
+    the checks (see ``rules.cluster.judge_ahead``): a check of a run of that cluster then finds those findings
+    ready."""
+    cluster_rules.judge_ahead(folder, view, enabled_rules(config))
+
+
 def sort_findings(findings):
     """Errors first, then by first step and rule id (in place; returns the list)."""
     findings.sort(key=lambda f: (-LEVEL_RANK[f.level], f.steps[0], f.rule))
@@ -106,7 +124,7 @@ def check_run(run, config=None, rules=None):
             if not enabled:
                 continue
             try:
-                found = rule.fn(run, cfg) or []
+                found = cluster_rules.judged(rule, run, cfg) or []    # a cluster's state is judged once
             except Exception:  # one broken rule must not hide the others
                 logger.exception("health rule %s failed on run %r", rule.id, run.run)
                 continue

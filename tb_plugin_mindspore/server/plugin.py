@@ -170,6 +170,7 @@ class MindSporePlugin(base_plugin.TBPlugin):
         """Stops the plugin's background readers and the reload watch (TensorBoard never calls it: it is for
         programs that embed the plugin in a WSGI app and tear it down, as the tests do)."""
         self._sources.close()
+        self._health.close()
         if self._reload_watch is not None:
             self._reload_watch.stop()
 

@@ -11,6 +11,7 @@ import itertools
 import os
 import stat
 import threading
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -102,6 +103,10 @@ class _Rank:
         """How many values of ``field`` in :meth:`arrays` are NaN or infinite, or None when not known without
         looking at every one."""
         return None
+
+    def state(self):
+        """This rank as it is now (:class:`RankState`), unchanged by later reloads."""
+        return RankState(self, self.arrays(), self.nonfinite)
 
     def arrays(self):
         """``(steps int64, walls float64, {field: float32})`` sorted by step; a step written twice keeps its last
@@ -259,17 +264,13 @@ class _RankFile(_Rank):
         return True
 
     def nonfinite(self, field):
-        if not self._in_order or field not in self._bad:
-            return None
-        hidden = max(0, self._n - MAX_KEPT_STEPS)      # rows held before the newest MAX_KEPT_STEPS
-        if not hidden:
-            return self._bad[field]
-        key = (field, self._n, self._bad[field])
-        got = self._hidden_bad.get(key)
-        if got is None:
-            got = self._hidden_bad[key] = self._bad[field] - int(
-                np.count_nonzero(~np.isfinite(self._buf[field][:hidden])))
-        return got
+        return _nonfinite(field, self._in_order, self._bad, self._n, self._buf, self._hidden_bad)
+
+    def state(self):
+        # rows [0, n) of the buffer are never written again: the state reads them as they are now
+        in_order, bad, n, buf, hidden_bad = self._in_order, dict(self._bad), self._n, self._buf, self._hidden_bad
+        return RankState(self, self.arrays(),
+                         lambda field: _nonfinite(field, in_order, bad, n, buf, hidden_bad))
 
     def _build(self):
         self.dropped = self._let_go + max(0, self._n - MAX_KEPT_STEPS)
@@ -384,6 +385,39 @@ class _RankFolder(_Rank):
         return steps, walls, columns
 
 
+def _nonfinite(field, in_order, bad, n, buf, cache):
+    """:meth:`_RankFile.nonfinite` over the rows ``buf[:n]`` with ``bad`` NaN or infinite values of each field
+    among them; ``cache``: where the count among the rows before the newest ``MAX_KEPT_STEPS`` is kept."""
+    if not in_order or field not in bad:
+        return None
+    hidden = max(0, n - MAX_KEPT_STEPS)      # rows held before the newest MAX_KEPT_STEPS
+    if not hidden:
+        return bad[field]
+    key = (field, n, bad[field])
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = bad[field] - int(np.count_nonzero(~np.isfinite(buf[field][:hidden])))
+    return got
+
+
+class RankState:
+    """One rank as a :class:`ClusterView` saw it: ``rank``, ``path``, ``host``, ``local_rank``, ``header``,
+    :meth:`arrays` and :meth:`nonfinite` as the rank's were then (later reloads leave them as they are)."""
+
+    __slots__ = ("rank", "path", "host", "local_rank", "header", "_arrays", "_nonfinite")
+
+    def __init__(self, rank, arrays, nonfinite):
+        self.rank, self.path, self.host = rank.rank, rank.path, rank.host
+        self.local_rank, self.header = rank.local_rank, rank.header
+        self._arrays, self._nonfinite = arrays, nonfinite
+
+    def arrays(self):
+        return self._arrays
+
+    def nonfinite(self, field):
+        return self._nonfinite(field)
+
+
 def _count_nonfinite(records):
     """``{field: NaN or infinite values}`` of the value fields of ``records``."""
     return {f: int(np.count_nonzero(~np.isfinite(records[f]))) for f in records.dtype.names[2:] if f in _FIELDS}
@@ -409,7 +443,9 @@ def _scalar_of(value):
 class ClusterData:
     """The ranks of one cluster, aligned: ``steps`` (union), ``matrix(field)`` -> (ranks x steps float32, present).
 
-    ``ranks``: the rank objects ordered by node then rank. Build with :meth:`reload` (incremental)."""
+    ``ranks``: the rank objects ordered by node then rank. Build with :meth:`reload` (incremental). Each reload that
+    changed anything publishes a :class:`ClusterView` of the state it left (:meth:`view`): what the health rules
+    judge, unchanged by the reloads that follow (another thread may reload meanwhile)."""
 
     def __init__(self, name, source, members):
         self.name = name
@@ -418,10 +454,12 @@ class ClusterData:
         self._ranks = {rank: cls(rank, path) for rank, path in members}
         self._lock = threading.Lock()
         self._aligned = None
-        self._tails = {}
+        self._view = None
         self._stale = True     # the members changed since the last reload (a new version even without new rows)
         self.version = 0
         self.uid = next(_IDS)
+        self.reloaded_at = None    # time.monotonic() when the last reload ended
+        self.asked_at = None       # time.monotonic() when a health check last asked for it (clusters.py)
 
     @property
     def token(self):
@@ -429,35 +467,66 @@ class ClusterData:
         return (self.uid, self.version)
 
     def set_members(self, members):
+        ranks = self._ranks
+        if len(ranks) == len(members) and all(
+                getattr(ranks.get(rank), "path", None) == path for rank, path in members):
+            return      # the usual case: nothing to change, and no wait for a reload in progress
         cls = _RankFile if self.source == SOURCE_RANK_FILES else _RankFolder
-        for rank, path in members:
-            if rank not in self._ranks or self._ranks[rank].path != path:
-                self._ranks[rank] = cls(rank, path)
-                self._aligned, self._tails, self._stale = None, {}, True
-        for rank in set(self._ranks) - {r for r, _ in members}:
-            del self._ranks[rank]
-            self._aligned, self._tails, self._stale = None, {}, True
+        with self._lock:
+            for rank, path in members:
+                if rank not in self._ranks or self._ranks[rank].path != path:
+                    self._ranks[rank] = cls(rank, path)
+                    self._aligned, self._stale = None, True
+            for rank in set(self._ranks) - {r for r, _ in members}:
+                del self._ranks[rank]
+                self._aligned, self._stale = None, True
 
     def reload(self, complete=False):
         """Reads what is new (about 64 MB per rank file and call; with ``complete``, everything there is); returns
-        the data version (changes whenever anything changed)."""
+        the data version (changes whenever anything changed). A rank whose reading fails for any reason keeps
+        what it had and says why (its ``error``); the other ranks are read."""
         with self._lock:
             changed = False
             for r in self._ranks.values():
-                changed = r.reload() or changed
-                while complete and r.pending():
-                    before = r.progress()
+                try:
                     changed = r.reload() or changed
-                    if r.progress() == before:
-                        break
+                    while complete and r.pending():
+                        before = r.progress()
+                        changed = r.reload() or changed
+                        if r.progress() == before:
+                            break
+                except Exception as e:   # nothing from one file may stop the others (or a reload thread)
+                    r.error = ("%s: %s" % (type(e).__name__, e))[:200]
+                    r._stamp = None      # tried again next time
+                    changed = True
             if changed or self._stale:
-                self._aligned, self._tails, self._stale = None, {}, False
+                self._aligned, self._view, self._stale = None, None, False
                 self.version += 1
+            if self._view is None:      # (made again by view() if this raises)
+                self._view = self._make_view()
+            self.reloaded_at = time.monotonic()
             return self.version
+
+    def pending(self):
+        """Whether a rank's last read stopped before the end of its file (the next reload goes on)."""
+        return any(r.pending() for r in list(self._ranks.values()))
 
     @property
     def ranks(self):
         return sorted(self._ranks.values(), key=lambda r: (r.host, r.rank))
+
+    def view(self):
+        """The :class:`ClusterView` of the state the last reload left (made now when there is none yet)."""
+        view = self._view
+        if view is not None:
+            return view
+        with self._lock:
+            if self._view is None:
+                self._view = self._make_view()
+            return self._view
+
+    def _make_view(self):
+        return ClusterView(self.name, self.source, self.token, [r.state() for r in self.ranks])
 
     def aligned(self):
         """``(ranks, steps, walls, fields)`` aligned on the union of steps (cached until the data changes);
@@ -478,13 +547,43 @@ class ClusterData:
             self._aligned = (ranks, steps, walls, _Fields(per, places, steps.size))
             return self._aligned
 
+    def tail(self, k):
+        """:meth:`ClusterView.tail` of the current :meth:`view`."""
+        return self.view().tail(k)
+
+    @staticmethod
+    def present(field, values):
+        """Which of a rank's ``values`` of ``field`` count as recorded (see :meth:`ClusterView.rank_columns`)."""
+        return _present(field, values)
+
+    def rank_columns(self, field, present=True):
+        """:meth:`ClusterView.rank_columns` of the current :meth:`view`."""
+        return self.view().rank_columns(field, present)
+
+
+class ClusterView:
+    """One state of a :class:`ClusterData` (what one health check judges): ``name``, ``source``, ``token`` (the data
+    version it shows), ``ranks`` (:class:`RankState` ordered by node then rank), and the rules' reads of it:
+    :meth:`tail` and :meth:`rank_columns`. Later reloads leave it as it is; its arrays are views of the rows read
+    (no copy)."""
+
+    def __init__(self, name, source, token, ranks):
+        self.name, self.source, self.token = name, source, token
+        self._ranks = ranks
+        self._tails = {}
+        self._lock = threading.Lock()
+
+    @property
+    def ranks(self):
+        return list(self._ranks)
 
     def tail(self, k):
-        """:meth:`aligned` limited to the newest ``k`` steps of the union, without aligning the others: ``(ranks,
-        steps, walls, fields, behind)``, equal to ``aligned()`` cut to its last ``k`` columns (the newest ``k``
-        steps of the union are among each rank's own newest ``k``); ``behind``: per rank how many steps of the
-        union come after its last row (at most ``k``; -1 for a rank without rows). Cached until the data changes:
-        what the cluster rules read, at a cost that does not grow with the rows kept."""
+        """The alignment of the newest ``k`` steps of the union, without aligning the others: ``(ranks, steps,
+        walls, fields, behind)``, equal to aligning every step and keeping the last ``k`` columns (the newest ``k``
+        steps of the union are among each rank's own newest ``k``); ``fields`` maps a field name to ``(ranks x
+        steps float32 matrix, present mask)``, each built on first use; ``behind``: per rank how many steps of the
+        union come after its last row (at most ``k``; -1 for a rank without rows). Cached: what the cluster rules
+        read, at a cost that does not grow with the rows kept."""
         k = max(1, int(k))
         with self._lock:
             got = self._tails.get(k)
@@ -526,10 +625,10 @@ class ClusterData:
 
     def rank_columns(self, field, present=True):
         """``[(steps, values, present) or None]`` per rank (in :attr:`ranks` order) of ``field`` on the rank's own
-        rows, ``present`` as in :meth:`aligned` (what a row of its matrix holds where the rank has rows; with
-        ``present=False``: instead the number of NaN or infinite values when known without looking, else None), or
-        None when no rank has the field. Nothing is aligned: what the per-rank rules (memory) read."""
-        ranks = self.ranks
+        rows, ``present`` as in :meth:`ClusterData.aligned` (what a row of its matrix holds where the rank has rows;
+        with ``present=False``: instead the number of NaN or infinite values when known without looking, else
+        None), or None when no rank has the field. Nothing is aligned: what the per-rank rules (memory) read."""
+        ranks = self._ranks
         per = [r.arrays() for r in ranks]
         if not any(field in cols for _, _, cols in per):
             return None

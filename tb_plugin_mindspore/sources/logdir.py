@@ -40,7 +40,8 @@ from tensorboard.data import provider as tb_provider
 from .. import metadata
 from ..contract import interval as interval_contract
 from ..io import fs
-from . import event_series, log_source, logdir_spec, ms_provider, points, run_fold, series_cache, series_store
+from . import (clusters, event_series, log_source, logdir_spec, ms_provider, points, run_fold, series_cache,
+               series_store)
 from .logdir_status import is_ms_summary_file
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,7 @@ class Sources:
         self.roots = roots if roots is not None else logdir_spec.Roots.single(logdir or "")
         self.listings = series_cache.listings_for(provider)
         self.ctx, self.experiment_id = None, ""
+        self._reads_rank_files = False
 
     # -- making one ----------------------------------------------------------------------------------------------
     @classmethod
@@ -148,8 +150,13 @@ class Sources:
         provider, multiplexer = run_fold.folded(merged, getattr(context, "multiplexer", None), roots)
         folders = run_fold.RunFolders(roots, provider)
         events = event_series.for_logdir(logdir, interval=reload_interval, roots=roots, folder_of=folders.folders)
-        return cls(provider, logdir, multiplexer=multiplexer, events=events, ms=ms.ms if ms is not None else None,
+        made = cls(provider, logdir, multiplexer=multiplexer, events=events, ms=ms.ms if ms is not None else None,
                    folders=folders if roots else None, logs=logs if ms is not None else None, roots=roots)
+        # the rank files of the clusters the health checks judge, read as the event files are (sources.clusters)
+        if reload_interval and reload_interval > 0:
+            clusters.read_in_background(reload_interval)
+            made._reads_rank_files = True
+        return made
 
     @classmethod
     def for_logdir(cls, events_root, ms_root=None, logdir=None):
@@ -212,6 +219,9 @@ class Sources:
             self.ms.stop()
         if self.logs is not None:
             self.logs.stop()
+        if self._reads_rank_files:
+            self._reads_rank_files = False
+            clusters.stop_reading()
 
     # -- listings ------------------------------------------------------------------------------------------------
     def last_scalars(self):

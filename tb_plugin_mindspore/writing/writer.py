@@ -43,7 +43,8 @@ import weakref
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from ..io import fs, records
-from . import summary, write_faults
+from . import summary, wire, write_faults
+from .. import contract, metadata
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class SummaryWriter:
         self._lock = threading.Lock()
         self._file = None
         self._tags_with_metadata = set()
+        self._interval_metadata_bytes = {}
         self._flushed = (self.path, 0)     # (part, bytes flushed to it): what an upload may send of the live part
         self._rotate_requested = False
         try:
@@ -248,6 +250,10 @@ class SummaryWriter:
 
     def _write_item(self, item):
         step, wall_time, builder, args, sticky = item
+        encode = _ENCODERS.get(builder)
+        if encode is not None and not sticky:
+            self._write_encoded(step, wall_time, encode, args)
+            return
         try:
             value = builder(*args)
         except Exception:  # a bad value must not stop the writer
@@ -280,6 +286,26 @@ class SummaryWriter:
         self._write_bytes(data)
         if self.max_file_bytes is not None and self._file_bytes >= self.max_file_bytes and self.failed is None:
             self._rotate()
+
+    def _write_encoded(self, step, wall_time, encode, args):
+        """A scalar or an interval: its event encoded directly (``wire``), as protobuf would write it."""
+        self._check_file()
+        try:
+            value = encode(self, *args)
+        except Exception:  # a bad value must not stop the writer
+            logger.exception("tb-mindspore: could not build a summary for step %d", step)
+            return
+        self._write_bytes(records.frame(wire.event(wall_time, step, (value,))))
+        if self.max_file_bytes is not None and self._file_bytes >= self.max_file_bytes and self.failed is None:
+            self._rotate()
+
+    def _interval_metadata(self, scalar_tag):
+        """The serialised metadata of ``scalar_tag``'s interval series, made once per tag."""
+        found = self._interval_metadata_bytes.get(scalar_tag)
+        if found is None:
+            found = self._interval_metadata_bytes[scalar_tag] = metadata.create_summary_metadata(
+                metadata.KIND_INTERVAL, fields=list(contract.interval.FIELDS), of=scalar_tag).SerializeToString()
+        return found
 
     def _write_header(self):
         header = event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
@@ -574,6 +600,25 @@ def _files_bytes(paths):
         except OSError:
             pass
     return total
+
+
+def _scalar_bytes(writer, tag, value):
+    return wire.scalar_value(tag, value)
+
+
+def _interval_bytes(writer, scalar_tag, minimum, mean, maximum, count, nonfinite):
+    """As ``summary.interval``; the metadata on the tag's first value in each part (as for every other kind)."""
+    tag = metadata.interval_tag(scalar_tag)
+    stats = contract.interval.IntervalStats(minimum, mean, maximum, count, nonfinite)
+    content = None
+    if tag not in writer._tags_with_metadata:
+        content = writer._interval_metadata(scalar_tag)
+        writer._tags_with_metadata.add(tag)
+    return wire.tensor_value(tag, wire.float64_tensor([float(v) for v in stats.fields()]), content)
+
+
+# Builders whose values the writer thread encodes without protos (the values of every core point).
+_ENCODERS = {summary.scalar: _scalar_bytes, summary.interval: _interval_bytes}
 
 
 def _graph_event(data):

@@ -209,3 +209,16 @@ def test_nonfinite_ranges_from_interval_statistics():
     steps, values = [10, 20, 30], [1.0, 1.0, NAN]
     ranges, count = d.nonfinite_ranges(steps, values, interval_nonfinite=[0, 2, 0], interval_count=[10, 10, 0])
     assert ranges == [(11, 20), (30, 30)] and count == 3      # 2 in the interval up to 20, the NaN value at 30
+
+
+def test_rolling_median_above_is_the_rolling_median_compared():
+    """Counted, not sorted (step_time_regression over 100,000 points: no 100,000 x 51 copy), with the same answer
+    as the rolling median compared, NaN, ties at the threshold, even windows and edges included."""
+    rs = np.random.RandomState(3)
+    for n in (1, 2, 5, 50, 1001):
+        for window in (1, 3, 4, 9, 51):
+            x = rs.choice([1.0, 1.5, 2.0, 3.0], size=n)
+            x[rs.rand(n) < 0.02] = np.nan
+            for t in (0.5, 1.5, 2.0, 2.5):
+                np.testing.assert_array_equal(d.rolling_median_above(x, window, t), d.rolling_median(x, window) > t)
+    assert d.rolling_median_above(np.array([]), 5, 1.0).size == 0

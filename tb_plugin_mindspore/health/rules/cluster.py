@@ -5,14 +5,25 @@ files, or sibling ``rank_<k>`` folders, judged once at the lowest rank), found f
 (``run.state.directory``, else the ``logdir`` of the run information). The maths is in ``..cluster_signals``.
 """
 
+import collections
+import copy
 import os
+import threading
 
 import numpy as np
 
 from ...sources import clusters
 from .. import cluster_signals as signals
+from ..series import RunSeries, RunState
 from .base import ERROR, INFO, WARN, Finding, rule
 from .common import fmt
+
+# The rules whose findings depend only on the cluster's state and their thresholds (not on the run's own series):
+# judged once per state of a cluster and kept (``judged``), also ahead of any request, in the thread that reads the
+# rank files (``judge_ahead``).
+CLUSTER_ONLY = ("slow_rank", "rank_diverging", "rank_stopped", "memory_growth", "device_memory_limit")
+MAX_JUDGED = 256        # (cluster state, rule, thresholds) kept
+WAIT_JUDGED_SECS = 60.0     # how long a check waits for the same judging in another thread before doing it itself
 
 
 def cluster_of(run):
@@ -240,3 +251,82 @@ def device_memory_limit(run, cfg):
                     "error is ahead. Lower the batch size or sequence length, enable recomputation, or shard the "
                     "optimizer state." % (_who(ranks[i]), fmt(hit["used_mb"]), fmt(hit["limit_mb"]),
                                           hit["share"] * 100, hit["step"], ahead), "", (hit["step"], hit["step"]))]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Judged once per state of a cluster
+class _Judged:
+    """``[Finding]`` per ``(cluster state, rule, thresholds)``, worked out once: a check that asks while another
+    thread works the same key out waits for it. Bounded (least recently used first); copies go in and out (the
+    engine changes the findings it gets)."""
+
+    def __init__(self, max_entries=MAX_JUDGED):
+        self._done = collections.OrderedDict()
+        self._flights = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.computed = 0       # judged here, all threads together
+        self.ahead = 0          # of which ahead of the checks (judge_ahead)
+        self._local = threading.local()
+
+    def get(self, key, compute):
+        with self._lock:
+            if key in self._done:
+                self._done.move_to_end(key)
+                return copy.deepcopy(self._done[key])
+            flight = self._flights.get(key)
+            mine = flight is None
+            if mine:
+                flight = self._flights[key] = threading.Event()
+        if not mine:
+            flight.wait(WAIT_JUDGED_SECS)
+            with self._lock:
+                if key in self._done:
+                    return copy.deepcopy(self._done[key])
+            return list(compute() or [])      # the other thread failed (or is still at it): judged here
+        try:
+            found = list(compute() or [])
+            with self._lock:
+                self._done[key] = copy.deepcopy(found)
+                self.computed += 1
+                self.ahead += int(getattr(self._local, "ahead", False))
+                while len(self._done) > self.max_entries:
+                    self._done.popitem(last=False)
+            return found
+        finally:
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.set()
+
+
+JUDGED = _Judged()
+
+
+def judged(rule_, run, cfg):
+    """``rule_.fn(run, cfg)`` of a rule in :data:`CLUSTER_ONLY`, worked out once per state of the run's cluster and
+    thresholds (another rule runs as it is)."""
+    if rule_.id not in CLUSTER_ONLY:
+        return rule_.fn(run, cfg)
+    view = cluster_of(run)
+    if view is None:
+        return []
+    key = (view.token, rule_.id, tuple(sorted(cfg.items())))
+    return JUDGED.get(key, lambda: rule_.fn(run, cfg))
+
+
+def judge_ahead(folder, view, rules_and_cfgs):
+    """Judges the state ``view`` of the cluster at ``folder`` with the :data:`CLUSTER_ONLY` rules among
+    ``rules_and_cfgs`` (``[(rule, cfg)]``), before any check asks: a check of a run of that cluster then finds the
+    findings ready (:func:`judged`)."""
+    run = RunSeries(run="", state=RunState(now=0.0, directory=folder))
+    JUDGED._local.ahead = True
+    try:
+        with clusters.judging(folder, view):
+            for rule_, cfg in rules_and_cfgs:
+                if rule_.id in CLUSTER_ONLY:
+                    try:
+                        judged(rule_, run, cfg)
+                    except Exception:   # the check judges it again, and says so in the log
+                        continue
+    finally:
+        JUDGED._local.ahead = False

@@ -93,7 +93,7 @@ def step_time_regression(run, cfg):
     baseline = float(np.median(x[:w]))
     if baseline <= 0:
         return []
-    slow = detectors.rolling_median(x, min(max(3, w), 51) | 1) > cfg["factor"] * baseline
+    slow = detectors.rolling_median_above(x, min(max(3, w), 51) | 1, cfg["factor"] * baseline)
     slow[:w] = False
     # The longest stretch of consecutive slow points: a regression persists, a burst of load on the machine does not.
     lo, hi = detectors.longest_range(slow)

@@ -74,3 +74,31 @@ def test_loss_scale_overflow_count_resets(tmp_path, mode):
     overflow = dict(scalars[metadata.OVERFLOW_STEPS])
     # Steps 6 and 10 overflow, one in each of two intervals; the count starts again after each point.
     assert [overflow[s] for s in (3, 6, 9, 12)] == [0, 1, 0, 1]
+
+
+def test_loop_interval_with_more_updates_than_the_ring_holds(tmp_path):
+    """Two ``mon.update`` calls a step (GRAPH_MODE: each records its gradients) and no flight recorder: six rows an
+    interval in a ring of three (``collect_freq``); the ring is folded before it wraps, and the interval holds all
+    six norms at their steps."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = dense_net()
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
+    grad_fn = ms.value_and_grad(LossWithBump(net), None, opt.parameters)
+    norms = {}
+    with LoopMonitor(str(tmp_path), opt, collect_freq=3, flight_recorder=0, registry=None) as mon:
+        for step, (x, y, bump) in enumerate(classification_data(12, bump=[0.0] * 12).create_tuple_iterator(), 1):
+            for _ in range(2):
+                loss, grads = grad_fn(x, y, bump)
+                norms.setdefault(step, []).append(math.sqrt(sum(float((g.asnumpy().astype(np.float64) ** 2).sum())
+                                                                for g in grads)))
+                mon.update(grads)
+            mon.step(loss)
+    assert mon.monitor.errors == 0
+    _, tensors = read_run(tmp_path)
+    grad = intervals(tensors, metadata.GRAD_NORM)
+    assert sorted(grad) == [3, 6, 9, 12]
+    for end in grad:
+        seen = [v for s in range(end - 2, end + 1) for v in norms[s]]
+        assert grad[end]["count"] == 6 and grad[end]["nonfinite"] == 0
+        np.testing.assert_allclose([grad[end]["min"], grad[end]["mean"], grad[end]["max"]],
+                                   [min(seen), sum(seen) / 6, max(seen)], rtol=1e-5)
