@@ -514,30 +514,37 @@ def write_plan(out, specs, per_case, seed):
     return specs
 
 
-def train(out, specs, timeout=1800, log=print):
-    """Trains the specs without a meta file, one child process per run (a crash costs one run)."""
+def train(out, specs, timeout=1800, log=print, batch=1):
+    """Trains the specs without a meta file, ``batch`` runs per child process (one by default: a crash costs one
+    run; the quick form trains its few runs in one child, importing MindSpore once; each run sets its own mode and
+    seed). A run a batch left unrecorded is trained once more alone."""
     env = dict(os.environ, GLOG_v="3")
-    for s in specs:
-        if os.path.exists(os.path.join(out, "meta", s.id + ".json")):
-            continue
+    pending = [s for s in specs if not os.path.exists(os.path.join(out, "meta", s.id + ".json"))]
+    for i in range(0, len(pending), batch):
+        chunk = pending[i:i + batch]
         started = time.time()
         try:
-            proc = subprocess.run([sys.executable, os.path.abspath(__file__), out, s.id], capture_output=True,
-                                  text=True, timeout=timeout, env=env)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), out] + [s.id for s in chunk],
+                                  capture_output=True, text=True, timeout=timeout, env=env)
             if proc.returncode != 0:
-                log("%s failed (%d): %s" % (s.id, proc.returncode, proc.stderr.strip()[-500:]))
+                log("%s failed (%d): %s" % (",".join(s.id for s in chunk), proc.returncode,
+                                            proc.stderr.strip()[-500:]))
         except subprocess.TimeoutExpired:
-            log("%s timed out after %d s" % (s.id, timeout))
-        if not os.path.exists(os.path.join(out, "meta", s.id + ".json")):
-            os.makedirs(os.path.join(out, "meta"), exist_ok=True)
-            with open(os.path.join(out, "meta", s.id + ".json"), "w") as f:
-                json.dump({"spec": s.to_json(), "run_dir": os.path.join("runs", s.id), "status": "error",
-                           "error": "the training process ended before the run was recorded"}, f)
-        log("TRAINED %s %.0f s" % (s.id, time.time() - started))
+            log("%s timed out after %d s" % (",".join(s.id for s in chunk), timeout))
+        for s in chunk:
+            if not os.path.exists(os.path.join(out, "meta", s.id + ".json")):
+                if len(chunk) > 1:
+                    train(out, [s], timeout=timeout, log=log)       # once more, alone (a crash costs one run)
+                    continue
+                os.makedirs(os.path.join(out, "meta"), exist_ok=True)
+                with open(os.path.join(out, "meta", s.id + ".json"), "w") as f:
+                    json.dump({"spec": s.to_json(), "run_dir": os.path.join("runs", s.id), "status": "error",
+                               "error": "the training process ended before the run was recorded"}, f)
+        log("TRAINED %s %.0f s" % (",".join(s.id for s in chunk), time.time() - started))
 
 
-def run_all(out, specs, command, rules_md="", timeout=1800, log=print):
-    train(out, specs, timeout=timeout, log=log)
+def run_all(out, specs, command, rules_md="", timeout=1800, log=print, batch=1):
+    train(out, specs, timeout=timeout, log=log, batch=batch)
     results = []
     for s in specs:
         r = judge_run(out, s)

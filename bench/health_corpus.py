@@ -299,7 +299,8 @@ def _precursors(out, args, log):
     if args.cases:
         wanted = set(args.cases.split(","))
         specs = [s for s in specs if s.case in wanted]
-    summary = cp.run_all(out, specs, command, rules_md=args.rules_md, timeout=args.timeout, log=log)
+    summary = cp.run_all(out, specs, command, rules_md=args.rules_md, timeout=args.timeout, log=log,
+                         batch=len(specs) if args.quick else 1)
     print(json.dumps({"rules": {k: {f: v[f] for f in ("trials", "found", "failures", "before_failure",
                                                        "lead_steps_median", "lead_steps_range", "lead_s_median",
                                                        "false_watches", "levels")}
