@@ -200,6 +200,11 @@ NOTES = {
                  "files, ran 8-16% slower in 3 of 4 healthy jobs before",
     "overfitting": "a run is a trial only when the network fits its noisy samples (train loss halved); missed: a "
                    "generalization gap whose eval loss stays flat (Prechelt's criterion needs it to rise)",
+    "memory_growth": "missed: two leaks on transformers that began late (steps 70 of 120 and 45 of 96) and grew 50-51 MB "
+                     "in all, under the rule's 64 MB floor that keeps healthy runs' allocator growth quiet",
+    "train_eval_gap": "missed: one broken evaluation on a CNN that itself barely learned (train loss 1.39 to 1.2 over "
+                      "120 steps, eval loss 1.40-1.44 from the first evaluation at step 10): a 1.2x gap, within what "
+                      "a run still learning shows",
     "rank_diverging": "the right rank counted wherever the message names it (\"the local loss of rank 1\")",
     "sharpness_above_stability": "a precursor (watch, level info): trials, recall and lead time in the precursor "
                                  "set's table below",
