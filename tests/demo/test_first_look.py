@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
@@ -75,6 +77,31 @@ def test_ctrl_c_stops_the_demos_tensorboard_quietly(demo_run):
     assert any(l.startswith("Open http://localhost:") and l.endswith("#mindspore (Ctrl-C to stop)") for l in lines)
 
 
+def _rules(report):
+    """``{run: [(rule, level)]}`` without the rules that read the time of asking."""
+    from tb_plugin_mindspore.health import engine
+
+    return {r["run"]: sorted((f["rule"], f["level"]) for f in r["findings"] if f["rule"] not in engine.CLOCK_RULES)
+            for r in report["runs"]}
+
+
+def _wait_until_loaded(base, logdir, timeout=120):
+    """Waits until the server has loaded every point: TensorBoard answers before its first reload has read the event
+    files, and a Health panel opened meanwhile judges the part read so far (the page shows the rest at its next
+    refresh). Loaded = the server's findings are those ``check`` finds in the files."""
+    from tb_plugin_mindspore.health import engine, sources
+
+    expected = _rules(engine.report(sources.runs_from_logdir(str(logdir))))
+    deadline, got = time.time() + timeout, None
+    while time.time() < deadline:
+        with urllib.request.urlopen(base + "/data/plugin/mindspore/health", timeout=60) as r:
+            got = _rules(json.loads(r.read().decode("utf-8")))
+        if got == expected:
+            return
+        time.sleep(1.0)
+    raise AssertionError("the server's findings never became check's: %r != %r" % (got, expected))
+
+
 @pytest.fixture(scope="module")
 def tab(demo_run, browser):
     """The inventory of the tab over the demo's logdir (a real tensorboard, every view scrolled into sight)."""
@@ -82,6 +109,7 @@ def tab(demo_run, browser):
 
     logdir, _ = demo_run
     with tensorboard_process(logdir) as base:
+        _wait_until_loaded(base, logdir)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         errors = []
