@@ -92,7 +92,8 @@ class TrainMonitor(Callback):
     epoch) per call on the device and calls back only after each sink. A point is then written at the first
     callback at or after each multiple of ``collect_freq`` (or ``Debug.every``, ``Diagnostic.every``), with the true
     step number of that callback (a multiple of the sink size). The interval statistics of ``MonitoredTrainCell``
-    still cover every step, because they are updated inside the graph; step time is the sink's wall time divided
+    still cover every step, because every step writes a row of its ring on the device (sized for a whole sink
+    before the first step, up to 65,536 steps); step time is the sink's wall time divided
     by its steps; the update ratio spans the whole sink (snapshot before it, ratio after it); ``data_wait`` is the
     host-side gap between two sinks (the device reads its data queue unseen). Without the cell the loss interval
     only sees the last step of each sink. MindSpore on CPU runs sink mode as non-sink (a callback every step).
@@ -224,6 +225,11 @@ class TrainMonitor(Callback):
             self._sink = bool(cb_get(cb, "dataset_sink_mode", False))
             self._offset = None
             source = self._find_source(cb)
+            reserve = getattr(source, "reserve", None)
+            if reserve is not None:
+                # The steps between two reads of the cell's ring: a collect interval, or a whole sink.
+                sink = int(cb_get(cb, "batch_num", 0) or 0) if self._sink else 0
+                reserve(max(self.settings.collect_freq, sink))
             self.pipeline.start(source, step=int(cb_get(cb, "cur_step_num", 0) or 0), cb_params=cb,
                                 batch=self.settings.batch_size or _dataset_batch_size(cb))
         except Exception:

@@ -1,10 +1,11 @@
-"""The flight recorder's ring buffer on the device: the last steps of per-layer gradient norms.
+"""Ring buffers on the device: each step's monitored values as one row, read on the host now and then.
 
-Two non-trainable Parameters on the training cell (``MonitoredTrainCell``) or on ``LoopMonitor``'s compiled
-statistics: ``tbms_flight`` (capacity x layers, float32) and ``tbms_flight_count`` (int32, rows written so far).
-Each step :func:`ring_write` puts that step's per-layer norms (already computed for the global norm, see
-``train_cell.grad_norms``) into row ``count % capacity`` inside the compiled step: one small scatter, nothing
-copied to the host. :func:`read_ring` copies it out when an anomaly fires.
+Non-trainable Parameters on the training cell (``MonitoredTrainCell``) or on ``LoopMonitor``'s compiled
+statistics: a ring (capacity x columns, float32, NaN until written) and its count (int32, rows written so far).
+Each step :func:`ring_write` (one ring) or :func:`rings_write` (two rings sharing one count) puts that step's
+values into row ``count % capacity`` inside the compiled step: a small scatter, nothing copied to the host.
+:func:`read_ring` copies a ring out: at a core point (the steps' loss, gradient norm and learning rates, folded
+into the interval on the host) or when an anomaly fires (the flight recorder's per-layer norms).
 """
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from mindspore import ops, Parameter, Tensor
 import mindspore as ms
 
-__all__ = ["ring_parameters", "ring_write", "read_ring"]
+__all__ = ["ring_parameters", "ring_write", "rings_write", "read_ring", "read_count"]
 
 
 def ring_parameters(capacity, layers, prefix="tbms_flight"):
@@ -29,6 +30,22 @@ def ring_write(ring, count, values):
     slot = ops.floor_mod(count, ring.shape[0])
     token = ops.scatter_update(ring, slot, ops.cast(values, ms.float32).reshape((1, -1)))
     return ops.depend(ops.assign_add(count, ops.ones_like(count)), token)
+
+
+def rings_write(count, ring, values, other=None, other_values=None):
+    """Writes ``values`` into the next row of ``ring`` and, when given, ``other_values`` into the next row of
+    ``other`` (its own capacity, the same count), then counts the step once; returns a token. In the graph."""
+    token = ops.scatter_update(ring, ops.floor_mod(count, ring.shape[0]),
+                               ops.cast(values, ms.float32).reshape((1, -1)))
+    if other is not None:
+        token = ops.depend(token, ops.scatter_update(other, ops.floor_mod(count, other.shape[0]),
+                                                     ops.cast(other_values, ms.float32).reshape((1, -1))))
+    return ops.depend(ops.assign_add(count, ops.ones_like(count)), token)
+
+
+def read_count(count):
+    """The rows written so far, copied to the host."""
+    return int(count.asnumpy().reshape(-1)[0])
 
 
 def read_ring(ring, count):

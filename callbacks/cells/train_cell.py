@@ -1,4 +1,4 @@
-"""A training cell that makes the gradient norm, the applied learning rate and interval statistics visible.
+"""A training cell that makes the gradient norm, the applied learning rate and every step's values visible.
 
 MindSpore callbacks never see gradients (``Parameter`` has no ``.grad``) and cannot read the learning rate the
 optimizer applied without recomputing it. :class:`MonitoredTrainCell` is a drop-in for ``nn.TrainOneStepCell``
@@ -6,13 +6,20 @@ that computes, inside the compiled step:
 
 * the global L2 norm of all gradients before clipping, in one fused reduction over every gradient;
 * the learning rate the optimizer applies at this step (one value per parameter group with its own LR);
-* running statistics of loss and gradient norm since the monitor last read them: finite min, finite max, finite
-  sum, finite count and non-finite (NaN / Inf) count, so a spike or a NaN between two recorded points is kept;
-* the last values of loss, gradient norm and learning rate(s).
 
-All of this lives in a few small non-trainable Parameters whose names start with ``tbms_``; the step still returns
-only the loss, so every other callback (``LossMonitor``, checkpoints, ...) keeps working. ``TrainMonitor`` reads
-and resets the statistics every ``collect_freq`` steps; nothing is copied to the host in between.
+and writes them with the loss as one row of a ring on the device (``tbms_steps``, columns :attr:`step_columns`;
+``flight_ring``), with the tracked layers' gradient norms as a row of a second ring (``tbms_layers``) when asked
+for. Nothing is copied to the host in between: ``TrainMonitor`` reads the ring at its core points and folds the
+rows since the last one into the interval statistics (finite min, max, mean, counts, the steps of the first
+non-finite value and of the maximum) on the host, so a spike or a NaN between two recorded points is kept.
+
+A ring write is a few kernels where running statistics in the graph were about fifty: on a CPU, MindSpore runs a
+graph of at most 100 kernels without control flow on the calling thread once it measured that faster
+(``kSingleThreadExecutionActorMaxNum`` in its graph scheduler), and any larger graph on its actor threads, which
+on a small model costs more than the model's own step. The monitored step of a small model stays under that line.
+
+The Parameters' names start with ``tbms_`` and none is trainable; the step still returns only the loss, so every
+other callback (``LossMonitor``, checkpoints, ...) keeps working.
 """
 
 import math
@@ -24,21 +31,17 @@ from mindspore import nn, ops, Parameter, Tensor
 from mindspore.ops import composite as C
 
 from ..common.util import lr_groups
-from .flight_ring import read_ring, ring_parameters, ring_write
+from .flight_ring import read_count, read_ring, ring_parameters, rings_write
 from ..common.model_kinds import not_a_cell
 
-__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STAT_FIELDS", "STAT_ROWS", "MARK_FIELDS"]
+__all__ = ["MonitoredTrainCell", "MonitoredLossScaleCell", "lr_groups", "STEP_RING_ROWS", "MAX_STEP_RING_ROWS"]
 
-# Order of the accumulator columns (one row per monitored quantity): contract.interval.ACCUMULATOR_FIELDS.
-STAT_FIELDS = ("min", "max", "sum", "finite", "nonfinite")
-# The monitored quantities: rows of the accumulator and marks matrices, first entries of the "last" vector (the
-# learning rates of the groups follow).
-STAT_ROWS = ("loss", "grad_norm")
-# Columns of the marks matrix: 1-based offsets in the interval of the first non-finite value and of the maximum.
-MARK_FIELDS = ("first_nonfinite", "max")
-_ROW_LOSS = STAT_ROWS.index("loss")
-_ROW_GRAD_NORM = STAT_ROWS.index("grad_norm")
-_N_ROWS = len(STAT_ROWS)
+# Rows of the step ring a cell starts with: the steps between two core points with collect_freq up to 64 (TrainMonitor
+# asks for more before the first step when its collect interval or a sink is longer; later the monitor reads the ring
+# before it would wrap).
+STEP_RING_ROWS = 64
+# The most rows a monitor may ask for (a sink of that many steps; 5 columns: 1.3 MB).
+MAX_STEP_RING_ROWS = 1 << 16
 
 _square_sum = C.MultitypeFuncGraph("tbms_square_sum")
 
@@ -64,23 +67,6 @@ _scale_grad = C.MultitypeFuncGraph("tbms_scale_grad")
 @_scale_grad.register("Tensor", "Tensor")
 def _scale_grad_tensor(scale, grad):
     return grad * ops.cast(scale, grad.dtype)
-
-
-def interval_update(stats, values):
-    """The accumulator matrix after one step: one row per quantity in ``values``, columns :data:`STAT_FIELDS`.
-
-    NaN / Inf values are only counted (last column); min, max and sum are over finite values. Runs in the graph.
-    """
-    finite = ops.isfinite(values)
-    zeros = ops.zeros_like(values)
-    ones = ops.ones_like(values)
-    return ops.stack((
-        ops.select(finite, ops.minimum(stats[:, 0], values), stats[:, 0]),
-        ops.select(finite, ops.maximum(stats[:, 1], values), stats[:, 1]),
-        stats[:, 2] + ops.select(finite, values, zeros),
-        stats[:, 3] + ops.select(finite, ones, zeros),
-        stats[:, 4] + ops.select(finite, zeros, ones),
-    ), axis=1)
 
 
 # Gradients too small to be reduced alone are packed into groups of at most this many elements: a few large
@@ -222,54 +208,19 @@ def grad_norms(grads, plan):
     return total, ops.sqrt(ops.gather(sums, order, 0))
 
 
-def reset_parameter(param, value):
-    """Writes ``value`` into ``param`` in place.
-
-    Not ``Parameter.set_data``: in PYNATIVE_MODE that gives the parameter a new tensor, and a ``mindspore.jit``
-    graph compiled before keeps updating the old one (every later statistic would be lost).
-    """
-    ops.assign(param, Tensor(np.asarray(value, dtype=np.float32)))
-
-
-def _empty_stats():
-    row = np.array([np.inf, -np.inf, 0.0, 0.0, 0.0], dtype=np.float32)
-    return np.tile(row, (_N_ROWS, 1))
-
-
-def interval_marks(marks, stats, values):
-    """Where in the interval things happened, one row per quantity: the 1-based offset (step count in the interval)
-    of its first non-finite value and of its maximum (0: none yet). ``stats`` is the matrix *before* this step.
-    Runs in the graph; a few element-wise ops on two values."""
-    finite = ops.isfinite(values)
-    offset = stats[:, 3] + stats[:, 4] + 1.0
-    return ops.stack((
-        ops.select(ops.logical_and(ops.logical_not(finite), marks[:, 0] < 0.5), offset, marks[:, 0]),
-        ops.select(ops.logical_and(finite, values > stats[:, 1]), offset, marks[:, 1]),
-    ), axis=1)
-
-
-def _empty_marks():
-    return np.zeros((_N_ROWS, 2), dtype=np.float32)
-
-
-def guard_update(guard, grad_norm, count_before, factor, warmup):
+def guard_update(guard, grad_norm, factor, warmup):
     """``(ok, new guard)``: whether to apply this step's update, and the guard state after it.
 
-    ``guard`` = [running max of applied gradient norms, applied steps, skipped steps in the interval, 1-based offset
-    of the first skipped one]. A step is skipped when its gradient norm is non-finite, or, after ``warmup`` applied
-    steps, ``factor`` times the running max (Megatron-LM's and our ``grad_explosion`` rule's 10x). In the graph.
+    ``guard`` = [running max of applied gradient norms, applied steps]. A step is skipped when its gradient norm is
+    non-finite, or, after ``warmup`` applied steps, ``factor`` times the running max (Megatron-LM's and our
+    ``grad_explosion`` rule's 10x); the step ring's ``skipped`` column says which. In the graph.
     """
     finite = ops.isfinite(grad_norm)
     spike = ops.logical_and(guard[1] >= warmup, grad_norm > factor * guard[0])
     ok = ops.logical_and(finite, ops.logical_not(spike))
-    bad = ops.logical_not(ok)
-    one = ops.ones_like(grad_norm)
-    zero = ops.zeros_like(grad_norm)
     state = ops.stack((
         ops.select(ok, ops.maximum(guard[0], grad_norm), guard[0]),
-        guard[1] + ops.select(ok, one, zero),
-        guard[2] + ops.select(ok, zero, one),
-        ops.select(ops.logical_and(bad, guard[3] < 0.5), count_before + 1.0, guard[3]),
+        guard[1] + ops.select(ok, ops.ones_like(grad_norm), ops.zeros_like(grad_norm)),
     ))
     return ok, state
 
@@ -300,7 +251,8 @@ def _check_wrap(cls, network, loss_fn, optimizer):
 
 
 class MonitoredTrainCell(nn.TrainOneStepCell):
-    """``nn.TrainOneStepCell`` plus in-graph gradient norm, applied learning rate and interval statistics.
+    """``nn.TrainOneStepCell`` plus the gradient norm and the applied learning rate, every step's values kept in a ring
+    on the device (see the module doc).
 
     Args:
       network_with_loss: a cell that returns the loss (e.g. ``nn.WithLossCell(net, loss_fn)``).
@@ -339,19 +291,36 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         self._unit_sens = float(sens) == 1.0
         self._inv_sens = Tensor(1.0 / float(sens), ms.float32)
         self._norm_plan = norm_plan([p.shape for p in self.weights])
-        self.tbms_stats = Parameter(Tensor(_empty_stats()), name="tbms_stats", requires_grad=False)
-        last = np.full((_N_ROWS + self.num_lr_groups,), np.nan, dtype=np.float32)
-        self.tbms_last = Parameter(Tensor(last), name="tbms_last", requires_grad=False)
-        self.tbms_marks = Parameter(Tensor(_empty_marks()), name="tbms_marks", requires_grad=False)
         self._guard = False
         self._layer_idx = ()
         self.flight_capacity = 0
+        # One count for both rings: the steps this cell ran (never made again, so a reader's place in it holds).
+        _, self.tbms_steps_count = ring_parameters(1, 1, "tbms_steps")
+        self._make_step_ring(STEP_RING_ROWS)
         # Data parallel: the gradients are all-reduced before the norm above; the rank's own (device-local) norm is
         # taken before the reducer too, for the per-rank statistics.
         self._local_norm = bool(getattr(self, "reducer_flag", False))
         if self._local_norm:
             self.tbms_local_grad = Parameter(Tensor(np.full((1,), np.nan, np.float32)), name="tbms_local_grad",
                                              requires_grad=False)
+
+    def _extra_columns(self):
+        """Columns this cell writes after the learning rates (the loss-scale cell: its scale and overflow flag)."""
+        return ("skipped",) if self._guard else ()
+
+    @property
+    def step_columns(self):
+        """The names of the step ring's columns: ``loss``, ``grad_norm``, ``lr0`` ... (one per learning-rate group),
+        then ``skipped`` (1 for an update the guard did not apply) or, in :class:`MonitoredLossScaleCell`,
+        ``loss_scale`` and ``overflow``."""
+        return ("loss", "grad_norm") + tuple("lr%d" % i for i in range(self.num_lr_groups)) + self._extra_columns()
+
+    def _step_compiled(self):
+        return ms.get_context("mode") == ms.GRAPH_MODE and bool(self.compile_cache)
+
+    def _make_step_ring(self, rows):
+        ring, _ = ring_parameters(rows, len(self.step_columns), "tbms_steps")
+        self.tbms_steps = ring
 
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, **kwargs):
@@ -408,22 +377,19 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         return ops.assign(self.tbms_local_grad, norm.reshape((1,)))
 
     @ms.jit
-    def _record_step(self, loss, layer, grad_norm, lr):
-        """Updates the tbms_ Parameters; returns a token to depend on.
+    def _record_step(self, loss, layer, grad_norm, lr, extra):
+        """Writes this step's row (``step_columns``; ``extra``: the columns after the learning rates, or None) and,
+        with tracked layers, their norms; returns a token to depend on.
 
         Called after the optimizer in program order: these writes must not make the optimizer's parameter updates
         wait for them (side effects run in program order).
         """
-        values = ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm))
-        before = self.tbms_stats
-        token = ops.assign(self.tbms_marks, interval_marks(self.tbms_marks, before, values))
-        token = ops.depend(token, ops.assign(self.tbms_stats, interval_update(before, values)))
-        token = ops.depend(token, ops.assign(self.tbms_last, ops.concat((values, lr))))
+        row = ops.concat((ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm)), lr))
+        if extra is not None:
+            row = ops.concat((row, extra))
         if self._layer_idx:
-            token = ops.depend(token, ops.assign(self.tbms_layer_grad, layer))
-        if self.flight_capacity:
-            token = ops.depend(token, ring_write(self.tbms_flight, self.tbms_flight_count, layer))
-        return token
+            return rings_write(self.tbms_steps_count, self.tbms_steps, row, self.tbms_layers, layer)
+        return rings_write(self.tbms_steps_count, self.tbms_steps, row)
 
     def _clip_grads(self, grads, grad_norm):
         if self._clip:
@@ -451,38 +417,51 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         if self._guard:
             # Live health's skip action: the update of a step with non-finite or spiking gradients is not applied
             # (as TrainOneStepWithLossScaleCell skips an overflow step).
-            if self._guard_step(grad_norm):
+            ok = self._guard_step(grad_norm)
+            if ok:
                 loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        else:
-            loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr))
+            skipped = ops.cast(ops.logical_not(ok), ms.float32).reshape((1,))
+            return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, skipped))
+        loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
+        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, None))
 
     @ms.jit
     def _guard_step(self, grad_norm):
         """Whether to apply this step's update (see :func:`guard_update`); updates ``tbms_guard``."""
-        count = self.tbms_stats[1, 3] + self.tbms_stats[1, 4]
-        ok, state = guard_update(self.tbms_guard, grad_norm, count, self._guard_factor, self._guard_warmup)
+        ok, state = guard_update(self.tbms_guard, grad_norm, self._guard_factor, self._guard_warmup)
         return ops.depend(ok, ops.assign(self.tbms_guard, state))
 
     def guard_updates(self, factor=10.0, warmup_steps=50):
         """Skip (do not apply) the update of a step whose gradient norm is non-finite or ``factor`` times the
         largest applied before (after ``warmup_steps`` applied steps). Like :meth:`track_layer_grad_norms`, only
-        before the first GRAPH_MODE step: returns False (and does nothing) otherwise. Skipped steps are counted in
-        ``tbms_guard`` and read by :meth:`read_marks`.
+        before the first GRAPH_MODE step: returns False (and does nothing) otherwise. A skipped step has 1 in the
+        step ring's ``skipped`` column.
         """
         if self._guard:
             return True
-        if ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache:
+        if self._step_compiled():
             return False
         self._guard_factor = Tensor(float(factor), ms.float32)
         self._guard_warmup = Tensor(float(warmup_steps), ms.float32)
-        self.tbms_guard = Parameter(Tensor(np.array([0.0, 0.0, 0.0, 0.0], np.float32)), name="tbms_guard",
-                                    requires_grad=False)
+        self.tbms_guard = Parameter(Tensor(np.array([0.0, 0.0], np.float32)), name="tbms_guard", requires_grad=False)
         self._guard = True
+        self._make_step_ring(self.tbms_steps.shape[0])
+        return True
+
+    def reserve_steps(self, rows):
+        """A step ring of at least ``rows`` rows (at most ``MAX_STEP_RING_ROWS``), so that ``rows`` steps can run
+        between two reads of it. Only before the first GRAPH_MODE step: returns False otherwise (the ring there is
+        kept; a monitor then reads it before it would wrap)."""
+        rows = min(max(int(rows), 1), MAX_STEP_RING_ROWS)
+        if rows <= self.tbms_steps.shape[0]:
+            return True
+        if self._step_compiled():
+            return False
+        self._make_step_ring(rows)
         return True
 
     def track_layer_grad_norms(self, indices):
-        """Also keep the gradient norm of ``self.weights[i]`` for each ``i`` (``tbms_layer_grad``).
+        """Also keep the gradient norm of ``self.weights[i]`` for each ``i`` (a row of ``tbms_layers`` each step).
 
         In GRAPH_MODE this must happen before the first step (the step is compiled then): returns False (and does
         nothing) if the cell is already compiled.
@@ -490,17 +469,16 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         indices = tuple(int(i) for i in indices)
         if indices == self._layer_idx:
             return True
-        if ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache:
+        if self._step_compiled():
             return False
         self._layer_idx = indices
         self._norm_plan = norm_plan([p.shape for p in self.weights], indices)
-        self.tbms_layer_grad = Parameter(Tensor(np.full((max(len(indices), 1),), np.nan, np.float32)),
-                                         name="tbms_layer_grad", requires_grad=False)
+        self.tbms_layers, _ = ring_parameters(max(self.flight_capacity, 1), len(indices), "tbms_layers")
         return True
 
     def track_flight(self, indices, capacity):
         """Also keep the last ``capacity`` steps of the gradient norms of ``self.weights[i]`` (``i`` in
-        ``indices``) on the device, for the flight recorder (``tbms_flight``, see ``flight_ring``).
+        ``indices``) on the device, for the flight recorder (``tbms_layers``, see ``flight_ring``).
 
         Like :meth:`track_layer_grad_norms`, only before the first GRAPH_MODE step: returns False otherwise. A ring
         already there for the same layers is kept, whatever its size (``flight_capacity``).
@@ -508,50 +486,39 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         indices = tuple(int(i) for i in indices)
         if self.flight_capacity and indices == self._layer_idx:
             return True
-        if not indices or (ms.get_context("mode") == ms.GRAPH_MODE and self.compile_cache):
+        if not indices or self._step_compiled():
             return False
         if not self.track_layer_grad_norms(indices):
             return False
-        self.tbms_flight, self.tbms_flight_count = ring_parameters(capacity, len(indices))
+        self.tbms_layers, _ = ring_parameters(capacity, len(indices), "tbms_layers")
         self.flight_capacity = int(capacity)
         return True
 
+    # -- host side (used by TrainMonitor) -------------------------------------------------------------------------
+    def steps_written(self):
+        """The steps this cell ran so far (one host read)."""
+        return read_count(self.tbms_steps_count)
+
+    def step_rows(self):
+        """``(rows float32[capacity, len(step_columns)], steps written so far)`` copied to the host: the row of the
+        step with 0-based index ``i`` (i < count) is ``rows[i % capacity]``; the last ``min(count, capacity)`` are
+        kept."""
+        return read_ring(self.tbms_steps, self.tbms_steps_count)
+
     def flight_ring(self):
-        """``(rows float32[capacity, layers], rows written so far)`` of the flight ring, or None without one."""
+        """``(rows float32[capacity, layers], steps written so far)`` of the flight ring, or None without one."""
         if not self.flight_capacity:
             return None
-        return read_ring(self.tbms_flight, self.tbms_flight_count)
-
-    # -- host side (used by TrainMonitor) -------------------------------------------------------------------------
-    def read_and_reset(self):
-        """Returns ``(stats, last)`` as numpy arrays and starts a new interval.
-
-        ``stats`` has one row per quantity (loss, grad norm) and the columns of :data:`STAT_FIELDS`; ``last`` is
-        ``[loss, grad_norm, lr_group0, lr_group1, ...]`` of the most recent step.
-        """
-        stats = self.tbms_stats.asnumpy().copy()
-        last = self.tbms_last.asnumpy().copy()
-        reset_parameter(self.tbms_stats, _empty_stats())
-        return stats, last
-
-    def read_marks(self):
-        """``(marks, guard)`` as numpy arrays, both reset for the next interval: ``marks`` (rows loss, grad norm;
-        columns: 1-based offset in the interval of the first non-finite value and of the maximum, 0 = none) and
-        ``guard`` ([skipped updates, 1-based offset of the first skipped]) or None without :meth:`guard_updates`."""
-        marks = self.tbms_marks.asnumpy().copy()
-        reset_parameter(self.tbms_marks, _empty_marks())
-        guard = None
-        if self._guard:
-            state = self.tbms_guard.asnumpy().copy()
-            reset_parameter(self.tbms_guard, np.array([state[0], state[1], 0.0, 0.0], np.float32))
-            guard = state[2:]
-        return marks, guard
+        return read_ring(self.tbms_layers, self.tbms_steps_count)
 
     def layer_grad_norms(self):
         """Gradient norms of the tracked weights at the most recent step (see :meth:`track_layer_grad_norms`)."""
         if not self._layer_idx:
             return None
-        return self.tbms_layer_grad.asnumpy().copy()
+        rows, count = read_ring(self.tbms_layers, self.tbms_steps_count)
+        if count < 1:
+            return np.full((len(self._layer_idx),), np.nan, np.float32)
+        return rows[(count - 1) % rows.shape[0]].copy()
 
     def local_grad_norm(self):
         """This rank's gradient norm at the most recent step, before the gradient reducer (data parallel), or None
@@ -559,10 +526,6 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         if not self._local_norm:
             return None
         return float(self.tbms_local_grad.asnumpy().reshape(-1)[0])
-
-    def loss_scale_state(self):
-        """``None`` here; ``(loss_scale, overflow_steps_since_last_read)`` for :class:`MonitoredLossScaleCell`."""
-        return None
 
 
 class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCell):
@@ -585,8 +548,9 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         # The loss-scale machinery of TrainOneStepWithLossScaleCell (overflow status, scale update).
         nn.TrainOneStepWithLossScaleCell.__init__(self, network_with_loss, optimizer, scale_sense)
         self._setup_monitoring(optimizer, 1.0, clip_grad_norm)
-        self.tbms_loss_scale = Parameter(Tensor(np.array([np.nan, 0.0], np.float32)), name="tbms_loss_scale",
-                                         requires_grad=False)
+
+    def _extra_columns(self):
+        return ("loss_scale", "overflow")
 
     @classmethod
     def wrap(cls, network, loss_fn, optimizer, scale_sense=None, **kwargs):
@@ -610,17 +574,11 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         overflow = self.process_loss_scale(cond)
         if not overflow:
             loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        token = self._record_step(loss, layer, grad_norm, lr)
+        # The scale this step used, and whether it overflowed (core/loss_scale, core/overflow_steps).
         scale_state = ops.stack((ops.cast(scaling_sens, ms.float32).reshape(()),
-                                 self.tbms_loss_scale[1] + ops.cast(cond, ms.float32).reshape(())))
-        token = ops.depend(token, ops.assign(self.tbms_loss_scale, scale_state))
-        return ops.depend(loss, token), cond, scaling_sens
+                                 ops.cast(cond, ms.float32).reshape(())))
+        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, scale_state)), cond, scaling_sens
 
     def guard_updates(self, factor=10.0, warmup_steps=50):
         """Not here: this cell already skips the update of a step with non-finite gradients (an overflow)."""
         return False
-
-    def loss_scale_state(self):
-        state = self.tbms_loss_scale.asnumpy().copy()
-        reset_parameter(self.tbms_loss_scale, np.array([state[0], 0.0], np.float32))
-        return float(state[0]), int(state[1])

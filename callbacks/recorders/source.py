@@ -1,7 +1,8 @@
 """Step sources: where the per-step quantities come from, read by name into a :class:`~.base.StepRecord`.
 
 * :class:`CellSource`: a :class:`~tb_mindspore_callbacks.MonitoredTrainCell` (or ``MonitoredLossScaleCell``) in a
-  ``Model.train`` network: everything is accumulated inside the compiled step and read every core point.
+  ``Model.train`` network: every step's values are a row of the cell's ring on the device, read every core point
+  and folded into the interval on the host.
 * :class:`LoopSource`: a hand-written loop; :class:`LoopStats` runs the same gradient statistics as one compiled
   call per step (:class:`LoopUpdate`: with the optimizer, in GRAPH_MODE ``LoopMonitor.update``); the loss is kept
   on the host.
@@ -21,16 +22,12 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from tb_plugin_mindspore.contract import interval as interval_contract
-
 from ..common.util import host_learning_rates, loss_value, loss_values
 from ..cells.flight_ring import read_ring, ring_parameters, ring_write
-from ..cells.train_cell import (
-    MARK_FIELDS, STAT_ROWS, MonitoredLossScaleCell, grad_norms, norm_plan,
-)
+from ..cells.train_cell import MonitoredLossScaleCell, grad_norms, norm_plan
 from .base import HostInterval, Interval
 
-__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "interval_from_row", "parameter_table"]
+__all__ = ["CellSource", "LoopSource", "HostSource", "LoopStats", "LoopUpdate", "parameter_table"]
 
 
 def parameter_table(source):
@@ -47,38 +44,11 @@ def parameter_table(source):
     return params, [p.name for p in params]
 
 
-def interval_from_row(row, marks=None, first_step=None):
-    """An :class:`Interval` from one row of the cell's accumulator (columns ``train_cell.STAT_FIELDS``, the contract's
-    ``ACCUMULATOR_FIELDS``) and its marks (columns ``train_cell.MARK_FIELDS``: 1-based offsets in the interval of the
-    first non-finite value and of the maximum; 0 = none)."""
-    steps = dict.fromkeys(MARK_FIELDS)
-    if marks is not None and first_step is not None:
-        for name, offset in zip(MARK_FIELDS, marks):
-            if offset >= 1:
-                steps[name] = int(first_step + offset - 1)
-    return interval_contract.from_accumulator(row, first_nonfinite_step=steps["first_nonfinite"],
-                                              max_step=steps["max"])
-
-
-def _rows(names):
-    """``{quantity: row index}`` of statistics whose rows are ``names`` (their accumulator, marks and last values)."""
-    return {name: i for i, name in enumerate(names)}
-
-
-def _fill(record, stats, last, marks):
-    """A MonitoredTrainCell's statistics (rows ``train_cell.STAT_ROWS``) into ``record``."""
-    row = _rows(STAT_ROWS)
-    record.loss = float(last[row["loss"]])
-    record.grad_norm = float(last[row["grad_norm"]])
-    record.lrs = tuple(float(v) for v in last[len(row):])     # the groups' learning rates follow the quantities
-    for name, field_ in (("loss", "loss_interval"), ("grad_norm", "grad_interval")):
-        i = row[name]
-        setattr(record, field_, interval_from_row(stats[i], marks[i] if marks is not None else None,
-                                                  record.first_step))
-
-
 class CellSource:
-    """Reads a MonitoredTrainCell (``cell``) at core points."""
+    """Reads a MonitoredTrainCell (``cell``) at core points: the rows its step ring holds since the last read, each
+    at its step (the last row is the current step), folded into the loss and gradient-norm intervals on the host.
+    Should more steps than the ring holds run between two core points, it is read before it would wrap (at a step
+    end; in a sink longer than the ring, the sink's earliest rows are gone: ``reserve`` sizes the ring first)."""
 
     kind = "monitored_cell"
     has_grads = True
@@ -88,6 +58,15 @@ class CellSource:
         self.cell = cell
         self.optimizer = cell.optimizer
         self.num_lr_groups = getattr(cell, "num_lr_groups", None)
+        self._read = 0                   # the cell's rows folded so far (its count then)
+        self._pending = 0                # steps since then, as the step ends said
+        self._last_step = None
+        self._last = None                # {column: value} of the newest row read
+        self._clear()
+
+    def _clear(self):
+        self._loss, self._grad = HostInterval(), HostInterval()
+        self._skipped, self._first_skipped, self._overflow = 0, None, 0
 
     def limits(self):
         if not isinstance(self.cell, MonitoredLossScaleCell):
@@ -95,26 +74,65 @@ class CellSource:
         return {"skip": "a loss-scale cell already leaves out the update of a step with non-finite gradients (an "
                         "overflow); other spikes are not skipped there"}
 
+    def reserve(self, steps):
+        """Room in the cell's ring for ``steps`` steps between two reads (before its first step only)."""
+        return self.cell.reserve_steps(steps)
+
     def observe(self, step, outputs):
-        pass
+        step = int(step)
+        ran = 1 if self._last_step is None else max(1, step - self._last_step)   # a sink runs many steps
+        self._pending += ran
+        self._last_step = step
+        if self._pending + ran > self.cell.tbms_steps.shape[0]:
+            self._fold(step)        # as many steps again would overwrite rows not read yet
+
+    def _fold(self, step):
+        """Folds the rows written since the last read into the intervals; ``step`` is the newest row's step."""
+        rows, count = self.cell.step_rows()
+        self._pending = 0
+        new, self._read = count - self._read, count
+        take = min(max(new, 0), rows.shape[0], count)
+        if take <= 0:
+            return
+        columns = self.cell.step_columns
+        col = {name: i for i, name in enumerate(columns)}
+        kept = rows[np.arange(count - take, count) % rows.shape[0]].astype(np.float64)
+        first = int(step) - take + 1
+        for k, row in enumerate(kept):
+            at = first + k
+            self._loss.add(float(row[col["loss"]]), step=at)
+            self._grad.add(float(row[col["grad_norm"]]), step=at)
+        if "skipped" in col:
+            skipped = np.flatnonzero(kept[:, col["skipped"]] > 0.5)
+            if skipped.size:
+                self._skipped += int(skipped.size)
+                if self._first_skipped is None:
+                    self._first_skipped = first + int(skipped[0])
+        if "overflow" in col:
+            self._overflow += int(np.count_nonzero(kept[:, col["overflow"]] > 0.5))
+        self._last = dict(zip(columns, kept[-1].tolist()))
 
     def reset(self):
-        self.cell.read_and_reset()
-        self.cell.read_marks()
+        self._read = self.cell.steps_written()
+        self._pending, self._last_step = 0, None
+        self._clear()
 
     def read(self, record):
-        stats, last = self.cell.read_and_reset()
-        marks, guard = self.cell.read_marks()
-        _fill(record, stats, last, marks)
+        self._fold(record.step)
+        last = self._last or {}
+        record.loss = float(last.get("loss", math.nan))
+        record.grad_norm = float(last.get("grad_norm", math.nan))
+        record.lrs = tuple(float(last.get("lr%d" % i, math.nan)) for i in range(self.cell.num_lr_groups))
+        record.loss_interval = self._loss.interval()
+        record.grad_interval = self._grad.interval()
         local = getattr(self.cell, "local_grad_norm", None)
         record.local_grad_norm = local() if local is not None else None
-        state = self.cell.loss_scale_state()
-        if state is not None:
-            record.loss_scale, record.overflow_steps = state
-        if guard is not None:
-            record.skipped_updates = int(guard[0])
-            if guard[1] >= 1 and record.first_step is not None:
-                record.first_skipped_step = int(record.first_step + guard[1] - 1)
+        if "loss_scale" in last:
+            record.loss_scale, record.overflow_steps = float(last["loss_scale"]), self._overflow
+        if "skipped" in self.cell.step_columns:
+            record.skipped_updates = self._skipped
+            record.first_skipped_step = self._first_skipped
+        self._clear()
 
     def layer_grad_norms(self):
         return self.cell.layer_grad_norms()

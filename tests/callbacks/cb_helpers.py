@@ -88,3 +88,10 @@ def event_files(logdir):
     for root, _, files in os.walk(str(logdir)):
         out += [os.path.join(root, f) for f in files if f.startswith("events.out.tfevents")]
     return out
+
+
+def last_step_row(cell):
+    """``{column: value}`` of the newest row of a MonitoredTrainCell's step ring (one host read)."""
+    rows, count = cell.step_rows()
+    assert count >= 1, "the cell ran no step"
+    return dict(zip(cell.step_columns, rows[(count - 1) % rows.shape[0]].tolist()))

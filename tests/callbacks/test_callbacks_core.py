@@ -15,8 +15,10 @@ from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor, make_run_dir  # noqa: E402
 from tb_mindspore_callbacks.common.run_dir import run_dir_name  # noqa: E402
 
-from cb_helpers import (LossWithBump, classification_data, dense_net, event_files, read_run,  # noqa: E402
-                      run_info, set_mode)
+from cb_helpers import (LossWithBump, classification_data, dense_net, event_files, last_step_row,  # noqa: E402
+                        read_run, run_info, set_mode)
+from tb_mindspore_callbacks.recorders.base import StepRecord  # noqa: E402
+from tb_mindspore_callbacks.recorders.source import CellSource  # noqa: E402
 
 CE = dict(sparse=True, reduction="mean")
 
@@ -115,11 +117,22 @@ def test_grad_norm_matches_hand_computation(mode, clip):
     lr = 0.1
     cell = MonitoredTrainCell(loss_net, nn.SGD(net.trainable_params(), learning_rate=lr), clip_grad_norm=clip)
     cell.set_train()
+    source = CellSource(cell)
+    source.reset()
     cell(Tensor(x), Tensor(t))
-    stats, last = cell.read_and_reset()
-    assert float(last[1]) == pytest.approx(expected, rel=1e-5)     # before clipping, even when clipping
-    assert float(last[2]) == pytest.approx(lr)
-    assert stats[1].tolist() == pytest.approx([expected, expected, expected, 1, 0], rel=1e-5)
+    assert cell.step_columns == ("loss", "grad_norm", "lr0")
+    last = last_step_row(cell)
+    assert last["grad_norm"] == pytest.approx(expected, rel=1e-5)     # before clipping, even when clipping
+    assert last["lr0"] == pytest.approx(lr)
+    # The step's row folded on the host into the interval of the core point at step 1.
+    record = StepRecord(1)
+    record.first_step = 1
+    source.observe(1, None)
+    source.read(record)
+    grad = record.grad_interval
+    assert [grad.min, grad.mean, grad.max, grad.count, grad.nonfinite] == pytest.approx(
+        [expected, expected, expected, 1, 0], rel=1e-5)
+    assert grad.max_step == 1 and record.grad_norm == pytest.approx(expected, rel=1e-5)
     # The update really used the (clipped) gradient: w_after = w_before - lr * scale * g.
     scale = 1.0 if clip is None else min(1.0, clip / expected)
     for p, w0, g in zip(net.trainable_params(), before, grads):
@@ -330,7 +343,7 @@ def test_cell_parameters_are_not_trainable():
     net = dense_net()
     cell = MonitoredTrainCell.wrap(net, nn.MSELoss(), nn.SGD(net.trainable_params(), learning_rate=0.1))
     names = {p.name for p in cell.get_parameters()}
-    assert {"tbms_stats", "tbms_last"} <= names
+    assert {"tbms_steps", "tbms_steps_count"} <= names
     assert not any(p.name.startswith("tbms_") for p in cell.trainable_params())
     assert isinstance(cell, nn.TrainOneStepCell)
 

@@ -15,8 +15,8 @@ from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import LoopMonitor, MonitoredLossScaleCell, MonitoredTrainCell, TrainMonitor  # noqa
 from tb_mindspore_callbacks.cells.layers import LayerSelection  # noqa: E402
 
-from cb_helpers import (LossWithBump, classification_data, dense_net, read_run, run_info,  # noqa: E402
-                        set_mode)
+from cb_helpers import (LossWithBump, classification_data, dense_net, last_step_row, read_run,  # noqa: E402
+                        run_info, set_mode)
 
 CE = dict(sparse=True, reduction="mean")
 
@@ -152,7 +152,7 @@ def test_layer_grad_norms_match_hand_computation(mode):
     assert cell.layer_grad_norms().tolist() == pytest.approx(expected, rel=1e-5)
     # With layers tracked, the global norm comes from the same per-parameter sums: still over every gradient.
     global_norm = float(np.sqrt(sum(float((g.asnumpy().astype(np.float64) ** 2).sum()) for g in grads)))
-    assert float(cell.read_and_reset()[1][1]) == pytest.approx(global_norm, rel=1e-5)
+    assert last_step_row(cell)["grad_norm"] == pytest.approx(global_norm, rel=1e-5)
     if mode == "graph":
         assert not cell.track_layer_grad_norms([1])     # too late: the step is compiled
     else:
@@ -174,7 +174,7 @@ def test_layer_grad_norms_divide_out_sens():
     cell(x, t)
     assert cell.layer_grad_norms().tolist() == pytest.approx([np.linalg.norm(grads[i]) for i in (1, 3)], rel=1e-5)
     global_norm = float(np.sqrt(sum((g ** 2).sum() for g in grads)))
-    assert float(cell.read_and_reset()[1][1]) == pytest.approx(global_norm, rel=1e-5)
+    assert last_step_row(cell)["grad_norm"] == pytest.approx(global_norm, rel=1e-5)
 
 
 def test_layer_selection_regex_and_bound():
