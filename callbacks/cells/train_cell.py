@@ -318,6 +318,11 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
     def _step_compiled(self):
         return ms.get_context("mode") == ms.GRAPH_MODE and bool(self.compile_cache)
 
+    def _rings_fixed(self):
+        """Whether a ring can no longer be replaced: the step is compiled (GRAPH_MODE), or it ran (PYNATIVE_MODE's
+        compiled calls keep writing the Parameter they were compiled with unless what they read changed)."""
+        return self._step_compiled() or self.steps_written() > 0
+
     def _make_step_ring(self, rows):
         ring, _ = ring_parameters(rows, len(self.step_columns), "tbms_steps")
         self.tbms_steps = ring
@@ -434,12 +439,12 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
     def guard_updates(self, factor=10.0, warmup_steps=50):
         """Skip (do not apply) the update of a step whose gradient norm is non-finite or ``factor`` times the
         largest applied before (after ``warmup_steps`` applied steps). Like :meth:`track_layer_grad_norms`, only
-        before the first GRAPH_MODE step: returns False (and does nothing) otherwise. A skipped step has 1 in the
-        step ring's ``skipped`` column.
+        before the cell's first step: returns False (and does nothing) otherwise. A skipped step has 1 in the step
+        ring's ``skipped`` column.
         """
         if self._guard:
             return True
-        if self._step_compiled():
+        if self._rings_fixed():
             return False
         self._guard_factor = Tensor(float(factor), ms.float32)
         self._guard_warmup = Tensor(float(warmup_steps), ms.float32)
@@ -450,12 +455,12 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
 
     def reserve_steps(self, rows):
         """A step ring of at least ``rows`` rows (at most ``MAX_STEP_RING_ROWS``), so that ``rows`` steps can run
-        between two reads of it. Only before the first GRAPH_MODE step: returns False otherwise (the ring there is
+        between two reads of it. Only before the cell's first step: returns False otherwise (the ring there is
         kept; a monitor then reads it before it would wrap)."""
         rows = min(max(int(rows), 1), MAX_STEP_RING_ROWS)
         if rows <= self.tbms_steps.shape[0]:
             return True
-        if self._step_compiled():
+        if self._rings_fixed():
             return False
         self._make_step_ring(rows)
         return True
@@ -480,13 +485,13 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         """Also keep the last ``capacity`` steps of the gradient norms of ``self.weights[i]`` (``i`` in
         ``indices``) on the device, for the flight recorder (``tbms_layers``, see ``flight_ring``).
 
-        Like :meth:`track_layer_grad_norms`, only before the first GRAPH_MODE step: returns False otherwise. A ring
-        already there for the same layers is kept, whatever its size (``flight_capacity``).
+        Only before the cell's first step: returns False otherwise. A ring already there for the same layers is
+        kept, whatever its size (``flight_capacity``).
         """
         indices = tuple(int(i) for i in indices)
         if self.flight_capacity and indices == self._layer_idx:
             return True
-        if not indices or self._step_compiled():
+        if not indices or self._rings_fixed():
             return False
         if not self.track_layer_grad_norms(indices):
             return False
