@@ -22,9 +22,9 @@ from cb_helpers import classification_data, dense_net  # noqa: E402
 
 COLLECT = 10
 STEPS = 60
-# Host reads at a collection point, whatever collect_freq is (measured: Model.train 3, the interval statistics,
-# marks and last values; the loop 6, with the kept losses stacked into one read; 9 when training begins, run info
-# and the learning-rate configuration). A read per kept loss would grow with collect_freq.
+# Host reads at a collection point, whatever collect_freq is (measured: Model.train 2, the step ring and its count;
+# the loop 6, with the kept losses stacked into one read; 9 when training begins, run info and the learning-rate
+# configuration). A read per kept loss would grow with collect_freq.
 MAX_AT_POINT = 10
 READS = ("asnumpy", "item", "__float__", "__int__", "__bool__", "tolist", "__array__", "__index__", "numpy")
 
