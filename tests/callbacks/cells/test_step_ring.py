@@ -64,6 +64,41 @@ def test_the_monitor_sizes_the_ring_for_its_collect_interval_before_the_first_st
     assert _interval(tensors, metadata.LOSS, 150)["count"] == 150
 
 
+def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
+    """Sinks of 100 steps (more than the ring's 64 rows): ``TrainMonitor`` sizes the ring for a whole sink before the
+    first step, so the spike at step 30 and the NaN at step 150, both inside a sink, are in their points' intervals
+    at their steps. MindSpore refuses sink mode on a CPU, so this drives the real cell and the real callback protocol
+    the way ``Model._train_dataset_sink_process`` does (as ``test_sink_cadence_steps_and_intervals``)."""
+    from mindspore.train.callback import _InternalCallbackParam, RunContext
+
+    set_mode("graph")
+    net = dense_net()
+    cell = MonitoredTrainCell(LossWithBump(net), nn.SGD(net.trainable_params(), learning_rate=0.05))
+    cell.set_train()
+    sink_size, sinks = 100, 2
+    bumps = [0.0] * (sink_size * sinks)
+    bumps[29], bumps[149] = 1000.0, float("nan")
+    batches = iter(list(classification_data(len(bumps), bump=bumps).create_tuple_iterator()))
+    cb = _InternalCallbackParam()
+    cb.cur_step_num, cb.train_network, cb.optimizer, cb.train_dataset = 0, cell, None, None
+    cb.dataset_sink_mode, cb.sink_size, cb.batch_num = True, sink_size, sink_size
+    ctx = RunContext(cb)
+    monitor = TrainMonitor(str(tmp_path), collect_freq=10, batch_size=8)
+    monitor.on_train_begin(ctx)
+    assert cell.tbms_steps.shape[0] == sink_size
+    for _ in range(sinks):
+        for _ in range(sink_size):
+            cb.net_outputs = cell(*next(batches))
+        cb.cur_step_num += sink_size
+        monitor.on_train_step_end(ctx)
+    monitor.on_train_end(ctx)
+    assert monitor.errors == 0
+    _, tensors = read_run(tmp_path)
+    first, second = _interval(tensors, metadata.LOSS, 100), _interval(tensors, metadata.LOSS, 200)
+    assert first["count"] == 100 and first["max"] > 1000 and first["nonfinite"] == 0
+    assert second["count"] == 100 and second["nonfinite"] == 1 and second["max"] < 10
+
+
 KERNELS = r"""
 import glob, os, re, sys, tempfile
 sys.path.insert(0, sys.argv[1])
