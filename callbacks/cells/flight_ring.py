@@ -17,29 +17,30 @@ __all__ = ["ring_parameters", "ring_write", "rings_write", "read_ring", "read_co
 
 
 def ring_parameters(capacity, layers, prefix="tbms_flight"):
-    """``(ring, count)`` Parameters for ``capacity`` steps of ``layers`` values (NaN until written)."""
+    """``(ring, count)`` Parameters for ``capacity`` steps of ``layers`` values (NaN until written); the count is a
+    0-d int32, so that a row is written with no reshape (a kernel each on a CPU)."""
     ring = Parameter(Tensor(np.full((int(capacity), max(int(layers), 1)), np.nan, np.float32)), name=prefix,
                      requires_grad=False)
-    count = Parameter(Tensor(np.zeros((1,), np.int32)), name=prefix + "_count", requires_grad=False)
+    count = Parameter(Tensor(np.array(0, np.int32)), name=prefix + "_count", requires_grad=False)
     return ring, count
 
 
 def ring_write(ring, count, values):
     """Writes ``values`` (float32[layers]) into the next row of ``ring`` and counts it; returns a token. In the
     graph."""
-    slot = ops.floor_mod(count, ring.shape[0])
-    token = ops.scatter_update(ring, slot, ops.cast(values, ms.float32).reshape((1, -1)))
-    return ops.depend(ops.assign_add(count, ops.ones_like(count)), token)
+    return rings_write(count, ring, values)
 
 
 def rings_write(count, ring, values, other=None, other_values=None):
-    """Writes ``values`` into the next row of ``ring`` and, when given, ``other_values`` into the next row of
-    ``other`` (its own capacity, the same count), then counts the step once; returns a token. In the graph."""
-    token = ops.scatter_update(ring, ops.floor_mod(count, ring.shape[0]),
-                               ops.cast(values, ms.float32).reshape((1, -1)))
+    """Writes ``values`` (float32, one value per column) into the next row of ``ring`` and, when given,
+    ``other_values`` into the next row of ``other`` (the same count; one slot for both when their capacities are
+    equal), then counts the step once; returns a token. In the graph."""
+    slot = ops.floor_mod(count, ring.shape[0])
+    token = ops.scatter_update(ring, slot, ops.cast(values, ms.float32))
     if other is not None:
-        token = ops.depend(token, ops.scatter_update(other, ops.floor_mod(count, other.shape[0]),
-                                                     ops.cast(other_values, ms.float32).reshape((1, -1))))
+        if other.shape[0] != ring.shape[0]:
+            slot = ops.floor_mod(count, other.shape[0])
+        token = ops.depend(token, ops.scatter_update(other, slot, ops.cast(other_values, ms.float32)))
     return ops.depend(ops.assign_add(count, ops.ones_like(count)), token)
 
 

@@ -82,6 +82,9 @@ _MAX_PADDING = 0.25
 # squares and sums together).
 NORM_ALONE_ELEMENTS = 1 << 16
 NORM_MIN_ALONE_WIDTH = 256
+# A matrix whose rows are 256 to this many elements wide is summed along its own rows (a reshape is a kernel of its
+# own on a CPU, and every kernel counts towards MindSpore's single-thread limit: see the module doc).
+NORM_OWN_ROW_WIDTH = 16384
 
 # Kinds of the pieces of a plan (see norm_plan).
 PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE = 0, 1, 2
@@ -112,7 +115,8 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
 
     Every parameter's squares are summed by rows, and one segment sum over all the rows (a few thousand values)
     gives each parameter's sum. A parameter of at least ``NORM_ALONE_ELEMENTS`` whose size a row width of at least
-    ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy).
+    ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy;
+    a matrix with rows of ``NORM_MIN_ALONE_WIDTH`` to ``NORM_OWN_ROW_WIDTH`` elements by its own rows, no reshape).
     The others are packed, in order, into groups of at most ``limit`` elements (``PIECE_PACKED``): the members of a
     group are concatenated into one vector in which each starts a row of ``width`` elements (zero padding after it),
     squared and summed along the rows (three kernels per group whatever the number of parameters, where a reduction
@@ -128,6 +132,10 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
     alone = {}
     for i, n in enumerate(sizes):
         if n >= NORM_ALONE_ELEMENTS:
+            shape = tuple(shapes[i])
+            if len(shape) == 2 and NORM_MIN_ALONE_WIDTH <= shape[1] <= NORM_OWN_ROW_WIDTH:
+                alone[i] = int(shape[1])       # a matrix summed along its own rows: not even a reshape
+                continue
             width = _divisor_width(n)
             if width >= NORM_MIN_ALONE_WIDTH:
                 alone[i] = width
@@ -176,7 +184,9 @@ def square_sums(grads, groups):
     rows = []
     for kind, members, sizes, pads, width in pieces:
         if kind == PIECE_ROWS:
-            view = _float32(grads[members[0]]).reshape((-1, width))
+            view = _float32(grads[members[0]])
+            if len(view.shape) != 2 or view.shape[1] != width:
+                view = view.reshape((-1, width))
             rows.append(ops.reduce_sum(view * view, 1))
         elif kind == PIECE_WHOLE:
             rows.append(_square_sum(grads[members[0]]).reshape((1,)))
@@ -206,6 +216,16 @@ def grad_norms(grads, plan):
     if order is None:
         return total, None
     return total, ops.sqrt(ops.gather(sums, order, 0))
+
+
+def _scalar(value):
+    """``value`` as a 0-d float32 tensor, with no kernel for what already is one (a cast to the same type and a
+    reshape to the same shape are left out of the graph). In the graph."""
+    if value.dtype != ms.float32:
+        value = ops.cast(value, ms.float32)
+    if value.shape != ():
+        value = value.reshape(())
+    return value
 
 
 def guard_update(guard, grad_norm, factor, warmup):
@@ -335,20 +355,17 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
 
     # -- graph side -----------------------------------------------------------------------------------------------
     def _applied_lr(self):
-        """Learning rate(s) the optimizer is about to apply; read before the optimizer increments global_step."""
+        """Learning rate(s) the optimizer is about to apply, a tuple of 0-d float32 tensors (one per group); read
+        before the optimizer increments global_step."""
         opt = self.optimizer
         step = opt.global_step
         if self._group_lr:
             values = ()
             for i in self._lr_index:
-                if self._dynamic_lr:
-                    values += (ops.cast(opt.learning_rate[i](step), ms.float32).reshape(()),)
-                else:
-                    values += (ops.cast(opt.learning_rate[i], ms.float32).reshape(()),)
-            return ops.stack(values)
-        if self._dynamic_lr:
-            return ops.cast(opt.learning_rate(step), ms.float32).reshape((1,))
-        return ops.cast(opt.learning_rate, ms.float32).reshape((1,))
+                lr = opt.learning_rate[i](step) if self._dynamic_lr else opt.learning_rate[i]
+                values += (_scalar(lr),)
+            return values
+        return (_scalar(opt.learning_rate(step) if self._dynamic_lr else opt.learning_rate),)
 
     @ms.jit
     def _norms_and_lr(self, grads):
@@ -382,16 +399,15 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
         return ops.assign(self.tbms_local_grad, norm.reshape((1,)))
 
     @ms.jit
-    def _record_step(self, loss, layer, grad_norm, lr, extra):
-        """Writes this step's row (``step_columns``; ``extra``: the columns after the learning rates, or None) and,
-        with tracked layers, their norms; returns a token to depend on.
+    def _record_step(self, loss, layer, grad_norm, tail):
+        """Writes this step's row (``step_columns``; ``tail``: a mutable tuple of 0-d tensors, the columns after the
+        gradient norm: the learning rates, then this cell's extra columns) and, with tracked layers, their norms;
+        returns a token to depend on. One stack makes the row.
 
         Called after the optimizer in program order: these writes must not make the optimizer's parameter updates
         wait for them (side effects run in program order).
         """
-        row = ops.concat((ops.stack((ops.cast(loss, ms.float32).reshape(()), grad_norm)), lr))
-        if extra is not None:
-            row = ops.concat((row, extra))
+        row = ops.stack((_scalar(loss), grad_norm) + tail)
         if self._layer_idx:
             return rings_write(self.tbms_steps_count, self.tbms_steps, row, self.tbms_layers, layer)
         return rings_write(self.tbms_steps_count, self.tbms_steps, row)
@@ -425,10 +441,11 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             ok = self._guard_step(grad_norm)
             if ok:
                 loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-            skipped = ops.cast(ops.logical_not(ok), ms.float32).reshape((1,))
-            return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, skipped))
+            skipped = ops.cast(ops.logical_not(ok), ms.float32).reshape(())
+            return ops.depend(loss, self._record_step(loss, layer, grad_norm, ms.mutable(lr + (skipped,))))
         loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
-        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, None))
+        # A tuple of Tensors reaching a compiled function must be mutable (else a constant: compiled again for each).
+        return ops.depend(loss, self._record_step(loss, layer, grad_norm, ms.mutable(lr)))
 
     @ms.jit
     def _guard_step(self, grad_norm):
@@ -495,8 +512,12 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             return False
         if not self.track_layer_grad_norms(indices):
             return False
+        # Both rings of the same size share one slot a step (one kernel fewer); the step ring only grows.
+        capacity = max(int(capacity), self.tbms_steps.shape[0])
+        if self.tbms_steps.shape[0] < capacity:
+            self._make_step_ring(capacity)
         self.tbms_layers, _ = ring_parameters(capacity, len(indices), "tbms_layers")
-        self.flight_capacity = int(capacity)
+        self.flight_capacity = capacity
         return True
 
     # -- host side (used by TrainMonitor) -------------------------------------------------------------------------
@@ -580,9 +601,8 @@ class MonitoredLossScaleCell(MonitoredTrainCell, nn.TrainOneStepWithLossScaleCel
         if not overflow:
             loss = ops.depend(loss, self.optimizer(self._clip_grads(grads, grad_norm)))
         # The scale this step used, and whether it overflowed (core/loss_scale, core/overflow_steps).
-        scale_state = ops.stack((ops.cast(scaling_sens, ms.float32).reshape(()),
-                                 ops.cast(cond, ms.float32).reshape(())))
-        return ops.depend(loss, self._record_step(loss, layer, grad_norm, lr, scale_state)), cond, scaling_sens
+        tail = ms.mutable(lr + (_scalar(scaling_sens), _scalar(cond)))
+        return ops.depend(loss, self._record_step(loss, layer, grad_norm, tail)), cond, scaling_sens
 
     def guard_updates(self, factor=10.0, warmup_steps=50):
         """Not here: this cell already skips the update of a step with non-finite gradients (an overflow)."""

@@ -59,14 +59,15 @@ def test_the_monitor_sizes_the_ring_for_its_collect_interval_before_the_first_st
     cell = MonitoredTrainCell(LossWithBump(net), nn.SGD(net.trainable_params(), learning_rate=0.05))
     monitor = TrainMonitor(str(tmp_path), collect_freq=150)
     Model(cell).train(1, classification_data(150, bump=[0.0] * 150), callbacks=[monitor], dataset_sink_mode=False)
-    assert cell.tbms_steps.shape[0] == 150 and monitor.errors == 0
+    assert cell.tbms_steps.shape[0] >= 150 and monitor.errors == 0
     _, tensors = read_run(tmp_path)
     assert _interval(tensors, metadata.LOSS, 150)["count"] == 150
 
 
 def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
-    """Sinks of 100 steps (more than the ring's 64 rows): ``TrainMonitor`` sizes the ring for a whole sink before the
-    first step, so the spike at step 30 and the NaN at step 150, both inside a sink, are in their points' intervals
+    """Sinks of 150 steps (more than the ring's 64 rows, and than the flight recorder's 110): ``TrainMonitor`` sizes
+    the ring for a whole sink before the first step, so the spike at step 30 and the NaN at step 200, both inside a
+    sink, are in their points' intervals
     at their steps. MindSpore refuses sink mode on a CPU, so this drives the real cell and the real callback protocol
     the way ``Model._train_dataset_sink_process`` does (as ``test_sink_cadence_steps_and_intervals``)."""
     from mindspore.train.callback import _InternalCallbackParam, RunContext
@@ -75,9 +76,9 @@ def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
     net = dense_net()
     cell = MonitoredTrainCell(LossWithBump(net), nn.SGD(net.trainable_params(), learning_rate=0.05))
     cell.set_train()
-    sink_size, sinks = 100, 2
+    sink_size, sinks = 150, 2
     bumps = [0.0] * (sink_size * sinks)
-    bumps[29], bumps[149] = 1000.0, float("nan")
+    bumps[29], bumps[199] = 1000.0, float("nan")
     batches = iter(list(classification_data(len(bumps), bump=bumps).create_tuple_iterator()))
     cb = _InternalCallbackParam()
     cb.cur_step_num, cb.train_network, cb.optimizer, cb.train_dataset = 0, cell, None, None
@@ -85,7 +86,7 @@ def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
     ctx = RunContext(cb)
     monitor = TrainMonitor(str(tmp_path), collect_freq=10, batch_size=8)
     monitor.on_train_begin(ctx)
-    assert cell.tbms_steps.shape[0] == sink_size
+    assert cell.tbms_steps.shape[0] >= sink_size
     for _ in range(sinks):
         for _ in range(sink_size):
             cb.net_outputs = cell(*next(batches))
@@ -94,9 +95,9 @@ def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
     monitor.on_train_end(ctx)
     assert monitor.errors == 0
     _, tensors = read_run(tmp_path)
-    first, second = _interval(tensors, metadata.LOSS, 100), _interval(tensors, metadata.LOSS, 200)
-    assert first["count"] == 100 and first["max"] > 1000 and first["nonfinite"] == 0
-    assert second["count"] == 100 and second["nonfinite"] == 1 and second["max"] < 10
+    first, second = _interval(tensors, metadata.LOSS, 150), _interval(tensors, metadata.LOSS, 300)
+    assert first["count"] == 150 and first["max"] > 1000 and first["nonfinite"] == 0
+    assert second["count"] == 150 and second["nonfinite"] == 1 and second["max"] < 10
 
 
 KERNELS = r"""
@@ -149,4 +150,4 @@ def test_the_monitored_step_of_a_small_model_stays_within_mindspores_single_thre
     step with the monitor's defaults (layers tracked, the flight recorder's ring) adds few kernels and stays under
     the line where the bare step is (63 kernels here; 112 when the statistics ran in the graph)."""
     counts = _step_kernels(tmp_path)
-    assert counts["MONITORED"] <= 100 and counts["MONITORED"] - counts["BARE"] <= 30, counts
+    assert counts["MONITORED"] <= 100 and counts["MONITORED"] - counts["BARE"] <= 25, counts
