@@ -512,8 +512,9 @@ class MonitoredTrainCell(nn.TrainOneStepCell):
             return False
         if not self.track_layer_grad_norms(indices):
             return False
-        # Both rings of the same size share one slot a step (one kernel fewer); the step ring only grows.
-        capacity = max(int(capacity), self.tbms_steps.shape[0])
+        # Both rings of the same size share one slot a step (one kernel fewer): the step ring grows to the flight
+        # ring's size (with the defaults it is the smaller one), never the other way.
+        capacity = int(capacity)
         if self.tbms_steps.shape[0] < capacity:
             self._make_step_ring(capacity)
         self.tbms_layers, _ = ring_parameters(capacity, len(indices), "tbms_layers")
