@@ -49,6 +49,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+# libFuzzer's limit on one input, in seconds of wall time (-timeout).
+TIMEOUT_SECONDS = 10
 TARGETS = ("records", "events", "ms_events", "lineage", "rank_file", "json")
 
 
@@ -298,7 +300,7 @@ def run_atheris_child(name, runs, max_seconds, rss_mb, corpus):
         target(bytes(data))
 
     argv = [sys.argv[0], "-runs=%d" % runs, "-max_total_time=%d" % max_seconds, "-rss_limit_mb=%d" % rss_mb,
-            "-max_len=4096", "-print_final_stats=1", "-timeout=10",
+            "-max_len=4096", "-print_final_stats=1", "-timeout=%d" % TIMEOUT_SECONDS,
             "-artifact_prefix=%s/" % os.path.dirname(corpus.rstrip("/")), corpus]
     atheris.Setup(argv, entry)
     atheris.Fuzz()
@@ -330,12 +332,41 @@ def fuzz_atheris(name, runs, max_seconds, rss_mb, keep=None):
     peak = re.findall(r"stat::peak_rss_mb:\s+(\d+)", text)
     cov = re.findall(r"cov: (\d+)", text)
     escaped = proc.returncode != 0
+    unreproduced = escaped and _timeout_not_reproduced(name, text)
+    if unreproduced:
+        escaped = False
     if not escaped and not keep:
         shutil.rmtree(work, ignore_errors=True)
     return {"target": name, "engine": "atheris", "executions": execs, "seconds": round(wall, 1),
             "exec_per_s": round(execs / wall) if wall else None, "escapes": int(escaped),
+            "timeouts_not_reproduced": int(bool(unreproduced)), "note": unreproduced or "",
             "peak_rss_mb": int(peak[-1]) if peak else None, "coverage_edges": int(cov[-1]) if cov else None,
-            "detail": (text[-3000:] + "\n(input and corpus kept in %s)" % work) if escaped else ""}
+            "detail": (text[-3000:] + "\n(input and corpus kept in %s)" % work) if escaped else (unreproduced or "")}
+
+
+def _timeout_not_reproduced(name, text):
+    """When libFuzzer ended the run on a timeout (an input over ``-timeout`` seconds of wall time), the input run
+    again here: a reader that really hangs is an escape, but a machine that was paused or busy (libFuzzer's clock is
+    the wall clock) is not. Returns what was found when the input ran through in time without an exception, else
+    None."""
+    if "libFuzzer: timeout" not in text:
+        return None
+    written = re.findall(r"Test unit written to (\S+)", text)
+    if not written or not os.path.exists(written[-1]):
+        return None
+    with open(written[-1], "rb") as f:
+        data = f.read()
+    target, _ = make_target(name)
+    start = time.perf_counter()
+    try:
+        target(data)
+    except Exception:
+        return None
+    took = time.perf_counter() - start
+    if took >= TIMEOUT_SECONDS / 10.0:
+        return None
+    return ("libFuzzer's timeout not reproduced: %s (%d bytes) runs through in %.1f ms, no exception (its clock is "
+            "the wall clock: the process was paused or the machine busy)" % (written[-1], len(data), took * 1000))
 
 
 def fuzz_hypothesis(name, runs, max_seconds, rss_mb):
@@ -450,6 +481,8 @@ def main():
             row["peak_rss_mb"], row["coverage_edges"]), flush=True)
         if row["escapes"]:
             print(row["detail"], file=sys.stderr)
+        elif row.get("note"):
+            print(row["note"], file=sys.stderr)
         if args.keep:
             ledger_add(args.keep, row)
     out = {"bench": "fuzz", "load": round(os.getloadavg()[0], 1),

@@ -47,3 +47,22 @@ def test_a_fuzzing_kept_over_several_runs_counts_them_all(tmp_path):
                                                   "escapes": 0}
     with open(os.path.join(keep, fuzz.LEDGER)) as f:
         assert "left out" not in f.read()
+
+
+def test_a_timeout_the_input_does_not_reproduce_is_not_an_escape(tmp_path):
+    """libFuzzer times an input by the wall clock: a fuzzing process paused (SIGSTOP) or starved for longer than its
+    ``-timeout`` ends on a "timeout" though the reader never hung. The input is run again: through in time without
+    an exception, it is no escape (and is named in the note); a missing input or another failure stays an escape."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import fuzz
+    finally:
+        sys.path.pop(0)
+    _, seeds = fuzz.make_target("records")
+    unit = tmp_path / "timeout-abc"
+    unit.write_bytes(seeds[0])
+    text = "==1== ERROR: libFuzzer: timeout after 11 seconds\nartifact_prefix='x/'; Test unit written to %s\n" % unit
+    note = fuzz._timeout_not_reproduced("records", text)
+    assert note and str(unit) in note and "no exception" in note
+    assert fuzz._timeout_not_reproduced("records", text.replace(str(unit), str(tmp_path / "gone"))) is None
+    assert fuzz._timeout_not_reproduced("records", "==1== ERROR: libFuzzer: deadly signal\n") is None
