@@ -95,3 +95,27 @@ def last_step_row(cell):
     rows, count = cell.step_rows()
     assert count >= 1, "the cell ran no step"
     return dict(zip(cell.step_columns, rows[(count - 1) % rows.shape[0]].tolist()))
+
+
+def train_in_sinks(monitor, cell, bumps, sink_size, after_begin=None):
+    """Trains ``cell`` (a MonitoredTrainCell over ``LossWithBump``) on ``classification_data(len(bumps), bump=bumps)``
+    the way ``Model._train_dataset_sink_process`` does on a device: ``sink_size`` steps, then one step-end callback
+    of ``monitor`` with the real callback protocol (``_InternalCallbackParam`` / ``RunContext``; MindSpore refuses
+    sink mode on a CPU). ``after_begin()`` is called after the monitor's train begin."""
+    from mindspore.train.callback import _InternalCallbackParam, RunContext
+
+    cell.set_train()
+    batches = iter(list(classification_data(len(bumps), bump=bumps).create_tuple_iterator()))
+    cb = _InternalCallbackParam()
+    cb.cur_step_num, cb.train_network, cb.optimizer, cb.train_dataset = 0, cell, None, None
+    cb.dataset_sink_mode, cb.sink_size, cb.batch_num = True, sink_size, sink_size
+    ctx = RunContext(cb)
+    monitor.on_train_begin(ctx)
+    if after_begin is not None:
+        after_begin()
+    for _ in range(len(bumps) // sink_size):
+        for _ in range(sink_size):
+            cb.net_outputs = cell(*next(batches))
+        cb.cur_step_num += sink_size
+        monitor.on_train_step_end(ctx)
+    monitor.on_train_end(ctx)

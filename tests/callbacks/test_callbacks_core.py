@@ -16,7 +16,7 @@ from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor, make_run_di
 from tb_mindspore_callbacks.common.run_dir import run_dir_name  # noqa: E402
 
 from cb_helpers import (LossWithBump, classification_data, dense_net, event_files, last_step_row,  # noqa: E402
-                        read_run, run_info, set_mode)
+                        read_run, run_info, set_mode, train_in_sinks)
 from tb_mindspore_callbacks.recorders.base import StepRecord  # noqa: E402
 from tb_mindspore_callbacks.recorders.source import CellSource  # noqa: E402
 
@@ -262,33 +262,14 @@ def test_sink_cadence_steps_and_intervals(tmp_path):
     MindSpore refuses sink mode on CPU, so this drives the real cell and the real callback protocol
     (``_InternalCallbackParam`` / ``RunContext``) the way ``Model._train_dataset_sink_process`` does.
     """
-    from mindspore.train.callback import _InternalCallbackParam, RunContext
-
     set_mode("graph")
     net = dense_net()
     cell = MonitoredTrainCell(LossWithBump(net), nn.SGD(net.trainable_params(), learning_rate=0.05))
-    cell.set_train()
     sink_size, sinks = 4, 5
     bumps = [0.0] * (sink_size * sinks)
     bumps[5] = 500.0     # inside the second sink, never a callback step
-    batches = list(classification_data(len(bumps), bump=bumps).create_tuple_iterator())
-    cb = _InternalCallbackParam()
-    cb.cur_step_num = 0
-    cb.train_network = cell
-    cb.optimizer = None
-    cb.dataset_sink_mode = True
-    cb.sink_size = sink_size
-    cb.train_dataset = None
-    ctx = RunContext(cb)
     monitor = TrainMonitor(str(tmp_path), collect_freq=6, batch_size=8)
-    monitor.on_train_begin(ctx)
-    it = iter(batches)
-    for _ in range(sinks):
-        for _ in range(sink_size):
-            cb.net_outputs = cell(*next(it))
-        cb.cur_step_num += sink_size
-        monitor.on_train_step_end(ctx)
-    monitor.on_train_end(ctx)
+    train_in_sinks(monitor, cell, bumps, sink_size)
     scalars, tensors = read_run(tmp_path)
     # Multiples of 6 are crossed at steps 8 (6), 12 (12), 20 (18); 20 is also the end.
     assert steps_of(scalars[metadata.LOSS]) == [8, 12, 20]

@@ -17,7 +17,7 @@ from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor  # noqa: E402
 from tb_mindspore_callbacks.cells.train_cell import STEP_RING_ROWS  # noqa: E402
 
-from cb_helpers import LossWithBump, classification_data, dense_net, read_run, set_mode  # noqa: E402
+from cb_helpers import LossWithBump, classification_data, dense_net, read_run, set_mode, train_in_sinks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,32 +67,17 @@ def test_the_monitor_sizes_the_ring_for_its_collect_interval_before_the_first_st
 def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
     """Sinks of 150 steps (more than the ring's 64 rows, and than the flight recorder's 110): ``TrainMonitor`` sizes
     the ring for a whole sink before the first step, so the spike at step 30 and the NaN at step 200, both inside a
-    sink, are in their points' intervals
-    at their steps. MindSpore refuses sink mode on a CPU, so this drives the real cell and the real callback protocol
-    the way ``Model._train_dataset_sink_process`` does (as ``test_sink_cadence_steps_and_intervals``)."""
-    from mindspore.train.callback import _InternalCallbackParam, RunContext
-
+    sink, are in their points' intervals at their steps (the sinks driven as on a device: ``train_in_sinks``)."""
     set_mode("graph")
     net = dense_net()
     cell = MonitoredTrainCell(LossWithBump(net), nn.SGD(net.trainable_params(), learning_rate=0.05))
-    cell.set_train()
     sink_size, sinks = 150, 2
     bumps = [0.0] * (sink_size * sinks)
     bumps[29], bumps[199] = 1000.0, float("nan")
-    batches = iter(list(classification_data(len(bumps), bump=bumps).create_tuple_iterator()))
-    cb = _InternalCallbackParam()
-    cb.cur_step_num, cb.train_network, cb.optimizer, cb.train_dataset = 0, cell, None, None
-    cb.dataset_sink_mode, cb.sink_size, cb.batch_num = True, sink_size, sink_size
-    ctx = RunContext(cb)
     monitor = TrainMonitor(str(tmp_path), collect_freq=10, batch_size=8)
-    monitor.on_train_begin(ctx)
-    assert cell.tbms_steps.shape[0] >= sink_size
-    for _ in range(sinks):
-        for _ in range(sink_size):
-            cb.net_outputs = cell(*next(batches))
-        cb.cur_step_num += sink_size
-        monitor.on_train_step_end(ctx)
-    monitor.on_train_end(ctx)
+    sized = []
+    train_in_sinks(monitor, cell, bumps, sink_size, after_begin=lambda: sized.append(cell.tbms_steps.shape[0]))
+    assert sized[0] >= sink_size
     assert monitor.errors == 0
     _, tensors = read_run(tmp_path)
     first, second = _interval(tensors, metadata.LOSS, 150), _interval(tensors, metadata.LOSS, 300)
