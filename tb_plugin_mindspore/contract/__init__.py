@@ -4,8 +4,8 @@ As in TensorBoard's own plugins (``<plugin>/metadata.py`` + ``summary.py``), eac
 of our plugin's series, the ``Summary.Value`` builder the callbacks write with and the named decoder every reader
 (routes, health rules, ``check``, ``convert``) reads with:
 
-* :mod:`.interval`: interval statistics (``IntervalStats``: min, mean, max, count, nonfinite), their in-graph
-  accumulator layout and the ``[step, min, mean, max, count, nonfinite]`` rows of the JSON routes;
+* :mod:`.interval`: interval statistics (``IntervalStats``: min, mean, max, count, nonfinite) and the
+  ``[step, min, mean, max, count, nonfinite]`` rows of the JSON routes;
 * :mod:`.layers`: per-layer vectors; :mod:`.run_info`: run information (with ``lr_config``);
   :mod:`.landscape`: loss landscapes; :mod:`.tensor`: tensors with their dtype;
   :mod:`.health_event`: live health events; :mod:`.run_end`: the run end marker;

@@ -1,10 +1,8 @@
 """Interval statistics: min / mean / max / count / non-finite count of every step between two recorded points.
 
-Three layouts of the same numbers, each named here once:
+Two layouts of the same numbers, each named here once (the training side folds each step's values from its
+step ring into :class:`IntervalStats` on the host):
 
-* in the training graph, the accumulator row (:data:`ACCUMULATOR_FIELDS`: min, max, sum of the finite values,
-  finite count, non-finite count) that ``MonitoredTrainCell`` / ``LoopMonitor`` update every step;
-  :func:`from_accumulator` turns it into :class:`IntervalStats`;
 * in event files, a float64 tensor of :data:`FIELDS` under ``interval/<scalar tag>`` (:func:`value` writes it,
   :func:`decode` reads one, :func:`table` a whole series as :class:`IntervalTable` columns);
 * in the JSON routes (``scalars``, ``scalars_batch``), rows ``[step, min, mean, max, count, nonfinite]``
@@ -23,7 +21,6 @@ from .. import metadata
 from . import _tensors
 
 FIELDS = metadata.INTERVAL_FIELDS                                   # ("min", "mean", "max", "count", "nonfinite")
-ACCUMULATOR_FIELDS = ("min", "max", "sum", "finite", "nonfinite")    # the in-graph accumulator row
 ROW_FIELDS = ("step",) + FIELDS                                     # a row of the JSON routes
 # What the training side knows besides FIELDS (not written): the steps of the first non-finite value and of the
 # maximum, None when unknown.
@@ -48,18 +45,6 @@ class IntervalStats(collections.namedtuple("IntervalStats", FIELDS + MARKS,
 
 IntervalTable = collections.namedtuple("IntervalTable", ("steps",) + FIELDS)
 IntervalTable.__doc__ = "A series of interval statistics as numpy columns, sorted by step."
-
-
-def from_accumulator(row, first_nonfinite_step=None, max_step=None):
-    """:class:`IntervalStats` from one accumulator row (:data:`ACCUMULATOR_FIELDS`, any sequence of 5 numbers) and
-    the steps the marks give (``max_step`` is dropped when the interval has no finite value)."""
-    acc = dict(zip(ACCUMULATOR_FIELDS, (float(v) for v in row)))
-    finite, nonfinite = acc["finite"], acc["nonfinite"]
-    count = int(finite + nonfinite)
-    if finite > 0:
-        return IntervalStats(acc["min"], acc["sum"] / finite, acc["max"], count, int(nonfinite), first_nonfinite_step,
-                             max_step)
-    return IntervalStats(count=count, nonfinite=int(nonfinite), first_nonfinite_step=first_nonfinite_step)
 
 
 def stats(minimum, mean, maximum, count, nonfinite):

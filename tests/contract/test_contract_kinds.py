@@ -94,10 +94,6 @@ def test_decoders_refuse_what_is_not_theirs():
 
 
 def test_interval_layouts_are_named():
-    # The training cell's accumulator row (min, max, sum, finite, nonfinite) -> the recorded statistics.
-    assert interval.from_accumulator([1.0, 3.0, 4.0, 2, 1]) == interval.IntervalStats(1.0, 2.0, 3.0, 3, 1)
-    nan = interval.from_accumulator([0.0, 0.0, 0.0, 0, 4])
-    assert math.isnan(nan.mean) and (nan.count, nan.nonfinite) == (4, 4)
     # Rows of another width are left out; the table is sorted by step.
     t = interval.table([3, 1, 2], [np.array([1, 1, 1, 1, 0]), np.array([0, 0.5, 2, 2, 0]), np.zeros(4)])
     assert t.steps.tolist() == [1, 3] and t.max.tolist() == [2.0, 1.0]
