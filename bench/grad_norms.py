@@ -3,11 +3,13 @@
     python bench/grad_norms.py [--sizes 0.1m,1m,10m] [--calls 10] [--rounds 12]
 
 What the monitors compute every step (``train_cell.square_sums``, in ``MonitoredTrainCell``'s step and in
-``LoopMonitor.update``'s compiled call), on the gradients of the cost models (``bench/cost_models.py``), in two plans
+``LoopMonitor.update``'s compiled call), on the gradients of the cost models (``bench/cost_models.py``), in three plans
 side by side in one process, alternating blocks of ``--calls`` calls over ``--rounds`` rounds:
 
-* ``current``: the plan the monitors use (``train_cell.norm_plan``): a large parameter squared and summed by rows
-  where it lies, the small ones packed into groups;
+* ``current``: the plan the monitors use (``train_cell.norm_plan``): a parameter under 64K elements summed alone by
+  one ``L2Loss`` kernel, a large one squared and summed by rows where it lies;
+* ``rows``: as before 2026-12-07: large ones by rows, the small ones packed into groups (copied into one
+  concatenation, squared, summed by rows, one segment sum);
 * ``packed``: every parameter packed into groups of at most 4M elements, as before 2026-12-06 (each gradient copied
   into its group's concatenation every step).
 
@@ -31,6 +33,8 @@ import numpy as np  # noqa: E402
 
 import cost_models  # noqa: E402
 
+PLANS = ("current", "rows", "packed")
+
 
 def _cells():
     import mindspore as ms
@@ -39,15 +43,17 @@ def _cells():
     from tb_mindspore_callbacks.cells import train_cell
 
     class Sums(nn.Cell):
-        def __init__(self, shapes, packed):
+        def __init__(self, shapes, plan):
             super().__init__()
-            saved = train_cell.NORM_ALONE_ELEMENTS
-            if packed:
-                train_cell.NORM_ALONE_ELEMENTS = 1 << 62       # nothing alone: every parameter packed
+            saved = train_cell.NORM_ALONE_ELEMENTS, train_cell.NORM_EACH_ELEMENTS
+            if plan in ("rows", "packed"):
+                train_cell.NORM_EACH_ELEMENTS = 0              # nothing summed alone by L2Loss
+            if plan == "packed":
+                train_cell.NORM_ALONE_ELEMENTS = 1 << 62       # nothing by rows where it lies: every parameter packed
             try:
                 self.groups = train_cell.norm_plan(shapes)[0]
             finally:
-                train_cell.NORM_ALONE_ELEMENTS = saved
+                train_cell.NORM_ALONE_ELEMENTS, train_cell.NORM_EACH_ELEMENTS = saved
 
         @ms.jit
         def construct(self, grads):
@@ -103,13 +109,15 @@ def measure(sizes, n, rounds):
 
         grads = tuple(ms.value_and_grad(forward, None, optimizer.parameters)(*cost_models.batches(size)[0])[1])
         shapes = [tuple(g.shape) for g in grads]
-        cells = {"current": Sums(shapes, False), "packed": Sums(shapes, True)}
-        ref = cells["packed"](ms.mutable(grads)).asnumpy()
-        now = cells["current"](ms.mutable(grads)).asnumpy()
+        cells = {plan: Sums(shapes, plan) for plan in PLANS}
+        exact = np.array([float((g.asnumpy().astype(np.float64) ** 2).sum()) for g in grads])
         got = _time({name: (lambda c=c: c(ms.mutable(grads))) for name, c in cells.items()}, n, rounds)
         result["models"][size] = {name: _summary(v) for name, v in got.items()}
         result["models"][size]["parameters"] = cost_models.parameter_count(net)
-        result["models"][size]["max_relative_difference"] = float(np.max(np.abs(now - ref) / np.maximum(ref, 1e-30)))
+        for name, cell in cells.items():
+            sums = cell(ms.mutable(grads)).asnumpy().astype(np.float64)
+            result["models"][size][name]["max_relative_error"] = float(
+                np.max(np.abs(sums - exact) / np.maximum(exact, 1e-30)))
     t = Tensor(np.random.RandomState(0).normal(size=(1300, 1300)).astype(np.float32))
     full, rows = FullReduce(), ByRows()
     got = _time({"full_reduce": lambda: full(t), "by_rows": lambda: rows(t)}, n, rounds)
@@ -128,12 +136,13 @@ def main(argv=None):
     r = measure(sizes, args.calls, args.rounds)
     print("CPU ms per call of the gradient norms' compiled call (median [q25, q75]), load average %s"
           % " ".join(str(v) for v in r["load_average"]))
-    print("| model | parameters | current plan | packed (before 2026-12-06) | max relative difference |")
-    print("|---|---:|---:|---:|---:|")
+    print("| model | parameters | current plan | rows (before 2026-12-07) | packed (before 2026-12-06) | "
+          "largest relative error of a sum (current, rows, packed) |")
+    print("|---|---:|---:|---:|---:|---|")
     for size, m in r["models"].items():
-        print("| %s | %.2fM | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.1e |" % (
-            size, m["parameters"] / 1e6, m["current"]["median_ms"], m["current"]["q25_ms"], m["current"]["q75_ms"],
-            m["packed"]["median_ms"], m["packed"]["q25_ms"], m["packed"]["q75_ms"], m["max_relative_difference"]))
+        cells = " | ".join("%.3f [%.3f, %.3f]" % (m[p]["median_ms"], m[p]["q25_ms"], m[p]["q75_ms"]) for p in PLANS)
+        errors = ", ".join("%.1e" % m[p]["max_relative_error"] for p in PLANS)
+        print("| %s | %.2fM | %s | %s |" % (size, m["parameters"] / 1e6, cells, errors))
     k = r["kernels_1300x1300"]
     print("one 1300 x 1300 gradient: full reduce_sum %.3f ms, by rows then the rows %.3f ms"
           % (k["full_reduce"]["median_ms"], k["by_rows"]["median_ms"]))

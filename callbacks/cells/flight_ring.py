@@ -13,7 +13,7 @@ import numpy as np
 from mindspore import ops, Parameter, Tensor
 import mindspore as ms
 
-__all__ = ["ring_parameters", "ring_write", "rings_write", "read_ring", "read_count"]
+__all__ = ["ring_parameters", "ring_write", "rings_write", "read_ring", "read_count", "newest_rows"]
 
 
 def ring_parameters(capacity, layers, prefix="tbms_flight"):
@@ -52,3 +52,10 @@ def read_count(count):
 def read_ring(ring, count):
     """``(rows float32[capacity, layers], count int)`` copied to the host."""
     return ring.asnumpy().copy(), int(count.asnumpy().reshape(-1)[0])
+
+
+def newest_rows(rows, count, n):
+    """The newest ``n`` rows of a ring copied out by :func:`read_ring` (``rows``, ``count``), oldest first: at most
+    the ring's capacity and the rows written (a ring that wrapped keeps only its capacity)."""
+    take = max(0, min(int(n), rows.shape[0], int(count)))
+    return rows[np.arange(count - take, count) % rows.shape[0]]

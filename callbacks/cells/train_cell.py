@@ -86,8 +86,16 @@ NORM_MIN_ALONE_WIDTH = 256
 # own on a CPU, and every kernel counts towards MindSpore's single-thread limit: see the module doc).
 NORM_OWN_ROW_WIDTH = 16384
 
+# A parameter smaller than this is summed alone by MindSpore's L2Loss kernel (one kernel, single pass, no copy):
+# on a CPU the cheapest reduction there is for a small tensor, and its float32 running sum stays within a few 1e-6
+# of the exact norm below this size (it drifts to 4e-5 at 256K elements and 3e-4 at 1M, where the row sums stay
+# exact to 1e-7).
+NORM_EACH_ELEMENTS = NORM_ALONE_ELEMENTS
+
 # Kinds of the pieces of a plan (see norm_plan).
-PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE = 0, 1, 2
+PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE, PIECE_EACH = 0, 1, 2, 3
+
+_l2_loss = ops.L2Loss()
 
 
 def _row_width(sizes):
@@ -113,18 +121,20 @@ def _divisor_width(n):
 def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
     """``(groups, order)``: how :func:`square_sums` takes the sum of squares of every gradient in a few kernels.
 
-    Every parameter's squares are summed by rows, and one segment sum over all the rows (a few thousand values)
-    gives each parameter's sum. A parameter of at least ``NORM_ALONE_ELEMENTS`` whose size a row width of at least
+    A parameter of fewer than ``NORM_EACH_ELEMENTS`` elements is summed alone by one ``L2Loss`` kernel (a
+    ``PIECE_EACH`` piece holds them all: one row each). A larger one's squares are summed by rows, and one segment
+    sum over all the rows (a few thousand values) gives each parameter's sum. A parameter of at least ``NORM_ALONE_ELEMENTS`` whose size a row width of at least
     ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy;
     a matrix with rows of ``NORM_MIN_ALONE_WIDTH`` to ``NORM_OWN_ROW_WIDTH`` elements by its own rows, no reshape).
-    The others are packed, in order, into groups of at most ``limit`` elements (``PIECE_PACKED``): the members of a
-    group are concatenated into one vector in which each starts a row of ``width`` elements (zero padding after it),
-    squared and summed along the rows (three kernels per group whatever the number of parameters, where a reduction
-    per parameter costs tens of microseconds each on a CPU). One that fits neither (larger than ``limit``, no row
-    width divides it) is reduced whole (``PIECE_WHOLE``).
+    The other large ones are packed, in order, into groups of at most ``limit`` elements (``PIECE_PACKED``): the
+    members of a group are concatenated into one vector in which each starts a row of ``width`` elements (zero
+    padding after it), squared and summed along the rows (three kernels per group whatever the number of
+    parameters). One that fits neither (larger than ``limit``, no row width divides it) is reduced whole
+    (``PIECE_WHOLE``).
 
     ``groups`` is ``(pieces, ids, count)``: ``pieces`` a tuple of ``(kind, members, sizes, pads, width)``, ``ids``
-    (int32 Tensor, or None when no parameter has an element) the parameter of each row of the pieces' rows
+    (int32 Tensor; an empty tuple when those rows are the parameters themselves, in order; None when no parameter
+    has an element) the parameter of each row of the pieces' rows
     concatenated in order, ``count`` the number of parameters. ``order`` (int32 Tensor, or None when ``indices`` is
     empty) picks ``indices`` out of the per-parameter sums.
     """
@@ -139,9 +149,10 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
             width = _divisor_width(n)
             if width >= NORM_MIN_ALONE_WIDTH:
                 alone[i] = width
+    each = [i for i, n in enumerate(sizes) if i not in alone and 0 < n < NORM_EACH_ELEMENTS]
     packs, current, size = [], [], 0
     for i, n in enumerate(sizes):
-        if i in alone:
+        if i in alone or i in each or not n:
             continue
         if current and size + n > limit:
             packs.append(current)
@@ -154,10 +165,11 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
     for i, width in sorted(alone.items()):
         pieces.append((PIECE_ROWS, (i,), (sizes[i],), (0,), width))
         ids.append(np.full((sizes[i] // width,), i, np.int32))
+    if each:
+        pieces.append((PIECE_EACH, tuple(each), tuple(sizes[i] for i in each), (0,) * len(each), 0))
+        ids.append(np.array(each, np.int32))
     for members in packs:
         member_sizes = [sizes[i] for i in members]
-        if not sum(member_sizes):
-            continue                                    # only empty parameters: their sums stay 0
         if len(members) == 1 and member_sizes[0] > limit:
             pieces.append((PIECE_WHOLE, tuple(members), tuple(member_sizes), (0,), 0))
             ids.append(np.full((1,), members[0], np.int32))
@@ -166,7 +178,11 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
         pads = tuple(-n % width for n in member_sizes)
         pieces.append((PIECE_PACKED, tuple(members), tuple(member_sizes), pads, width))
         ids.extend(np.full(((n + pad) // width,), i, np.int32) for i, n, pad in zip(members, member_sizes, pads))
-    ids = Tensor(np.concatenate(ids)) if ids else None
+    ids = np.concatenate(ids) if ids else None
+    if ids is not None and np.array_equal(ids, np.arange(len(sizes))):
+        ids = ()                # the pieces' rows are the parameters' sums already, in order: no segment sum
+    elif ids is not None:
+        ids = Tensor(ids)
     order = Tensor(np.array(indices, np.int32).reshape(-1)) if len(indices) else None
     return (tuple(pieces), ids, len(sizes)), order
 
@@ -190,6 +206,9 @@ def square_sums(grads, groups):
             rows.append(ops.reduce_sum(view * view, 1))
         elif kind == PIECE_WHOLE:
             rows.append(_square_sum(grads[members[0]]).reshape((1,)))
+        elif kind == PIECE_EACH:
+            # L2Loss is half the sum of squares; doubled once for the whole piece.
+            rows.append(ops.stack([_l2_loss(_float32(grads[i])) for i in members]) * 2.0)
         else:
             parts = []
             for k in range(len(members)):
@@ -199,7 +218,10 @@ def square_sums(grads, groups):
                     parts.append(ops.zeros((pads[k],), ms.float32))
             flat = parts[0] if len(parts) == 1 else ops.concat(parts)
             rows.append(ops.reduce_sum((flat * flat).reshape((-1, width)), 1))
-    return ops.unsorted_segment_sum(rows[0] if len(rows) == 1 else ops.concat(rows), ids, count)
+    rows = rows[0] if len(rows) == 1 else ops.concat(rows)
+    if isinstance(ids, tuple):
+        return rows
+    return ops.unsorted_segment_sum(rows, ids, count)
 
 
 def global_norm(grads, plan):

@@ -23,7 +23,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from ..common.util import host_learning_rates, loss_value, loss_values
-from ..cells.flight_ring import read_ring, ring_parameters, ring_write
+from ..cells.flight_ring import newest_rows, read_ring, ring_parameters, ring_write
 from ..cells.train_cell import MonitoredLossScaleCell, grad_norms, norm_plan
 from .base import HostInterval, Interval
 
@@ -91,13 +91,12 @@ class CellSource:
         rows, count = self.cell.step_rows()
         self._pending = 0
         new, self._read = count - self._read, count
-        take = min(max(new, 0), rows.shape[0], count)
-        if take <= 0:
+        kept = newest_rows(rows, count, new).astype(np.float64)
+        if not len(kept):
             return
         columns = self.cell.step_columns
         col = {name: i for i, name in enumerate(columns)}
-        kept = rows[np.arange(count - take, count) % rows.shape[0]].astype(np.float64)
-        first = int(step) - take + 1
+        first = int(step) - len(kept) + 1
         for k, row in enumerate(kept):
             at = first + k
             self._loss.add(float(row[col["loss"]]), step=at)
@@ -437,10 +436,9 @@ class LoopSource:
         if not steps:
             return
         ring, count = self._read_ring()
-        capacity = ring.shape[0]
-        take = min(len(steps), capacity, count)
-        for k, step in enumerate(steps[len(steps) - take:]):
-            self._last_grad = float(ring[(count - take + k) % capacity, 0])
+        kept = newest_rows(ring, count, len(steps))
+        for row, step in zip(kept, steps[len(steps) - len(kept):]):
+            self._last_grad = float(row[0])
             self._grad.add(self._last_grad, step=step)
 
     def reset(self):

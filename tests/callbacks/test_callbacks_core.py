@@ -385,30 +385,49 @@ def test_warmup_cosine_schedule_in_graph_equals_host():
     assert schedule.at(4) == pytest.approx(0.1) and schedule.at(20) == pytest.approx(0.01)
 
 
-def test_norm_plan_packs_bounded_groups_with_rows_per_parameter():
-    from tb_mindspore_callbacks.cells.train_cell import PIECE_PACKED, PIECE_ROWS, PIECE_WHOLE, norm_plan
+def test_norm_plan_sums_small_parameters_one_kernel_each():
+    """Parameters under NORM_EACH_ELEMENTS: one L2Loss kernel each, their rows the parameters' sums in order (no
+    segment sum); with larger ones around them, one row id per row of the pieces."""
+    from tb_mindspore_callbacks.cells.train_cell import NORM_EACH_ELEMENTS, PIECE_EACH, PIECE_ROWS, norm_plan
 
-    (pieces, ids, count), order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()], limit=20)
+    (pieces, ids, count), order = norm_plan([(3, 4), (5,), (1000,), (2, 2), ()])
     assert count == 5 and order is None
-    assert [(p[0], p[1]) for p in pieces] == [(PIECE_PACKED, (0, 1)), (PIECE_WHOLE, (2,)), (PIECE_PACKED, (3, 4))]
-    kind, members, sizes, pads, width = pieces[0]
-    assert sizes == (12, 5) and width == 4 and pads == (0, 3)          # each parameter starts a row of 4
-    # one row id per row of the pieces in order: parameter 0's three rows, 1's two, 2 whole, then 3 and 4
-    assert ids.asnumpy().tolist()[:6] == [0, 0, 0, 1, 1, 2]
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_EACH, (0, 1, 2, 3, 4))] and ids == ()
+    (pieces, ids, count), _ = norm_plan([(3,), (512, 256), (NORM_EACH_ELEMENTS - 1,)])
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_ROWS, (1,)), (PIECE_EACH, (0, 2))]
+    assert ids.asnumpy().tolist() == [1] * 512 + [0, 2]
     _, order = norm_plan([(2,), (3,)], indices=(1, 0))
     assert order.asnumpy().tolist() == [1, 0]
 
 
+def test_norm_plan_packs_bounded_groups_of_what_no_row_width_divides():
+    """Large parameters whose size no usable row width divides (primes) are packed into groups of at most
+    ``limit`` elements, each starting a row; one larger than ``limit`` is reduced whole."""
+    from tb_mindspore_callbacks.cells.train_cell import PIECE_EACH, PIECE_PACKED, PIECE_WHOLE, norm_plan
+
+    (pieces, ids, count), _ = norm_plan([(65537,), (65539,), (3,)], limit=200000)
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_EACH, (2,)), (PIECE_PACKED, (0, 1))]
+    kind, members, sizes, pads, width = pieces[1]
+    assert sizes == (65537, 65539) and width == 4096 and pads == (4095, 4093)   # each starts a row of 4096
+    rows = ids.asnumpy().tolist()
+    assert rows == [2] + [0] * 17 + [1] * 17 and count == 3
+    (pieces, _, _), _ = norm_plan([(65537,), (65539,)], limit=100000)
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_PACKED, (0,)), (PIECE_PACKED, (1,))]
+    (pieces, _, _), _ = norm_plan([(65537,)], limit=1000)
+    assert [(p[0], p[1]) for p in pieces] == [(PIECE_WHOLE, (0,))]
+
+
 def test_norm_plan_sums_large_parameters_where_they_lie():
     """A large parameter is reduced by rows of a width that divides it (no copy into a group); the small ones
-    around it are packed together; one whose size no usable width divides is packed as before."""
-    from tb_mindspore_callbacks.cells.train_cell import PIECE_PACKED, PIECE_ROWS, norm_plan
+    around it one kernel each; one whose size no usable width divides is packed."""
+    from tb_mindspore_callbacks.cells.train_cell import PIECE_EACH, PIECE_PACKED, PIECE_ROWS, norm_plan
 
     (pieces, ids, count), _ = norm_plan([(1300, 1300), (1300,), (400, 400), (400,), (65537,)])
     kinds = {p[1]: (p[0], p[4]) for p in pieces}
     assert kinds[(0,)][0] == PIECE_ROWS and 1300 * 1300 % kinds[(0,)][1] == 0 and kinds[(0,)][1] >= 256
     assert kinds[(2,)][0] == PIECE_ROWS and 400 * 400 % kinds[(2,)][1] == 0
-    assert kinds[(1, 3, 4)][0] == PIECE_PACKED                 # 65537 is prime: no row width divides it
+    assert kinds[(1, 3)][0] == PIECE_EACH
+    assert kinds[(4,)][0] == PIECE_PACKED                      # 65537 is prime: no row width divides it
     rows = ids.asnumpy()
     assert count == 5 and sorted(set(rows.tolist())) == [0, 1, 2, 3, 4]
     assert (rows == 0).sum() * kinds[(0,)][1] == 1300 * 1300
@@ -429,9 +448,10 @@ def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
         arrays = [rs.randn(3, 4).astype(np.float32), rs.randn(5).astype(np.float16), rs.randn(1000).astype(np.float32),
                   rs.randn(2, 2).astype(np.float32), np.float32(3.0), np.zeros((0, 3), np.float32),
                   rs.randn(7, 9).astype(np.float32), rs.randn(300, 256).astype(np.float32),
-                  rs.randn(256, 260).astype(np.float16)]         # the last two: reduced by rows where they lie
+                  rs.randn(256, 260).astype(np.float16),         # these two: reduced by rows where they lie
+                  rs.randn(65537).astype(np.float32)]            # prime: packed, or whole above the limit
         shapes = [a.shape for a in arrays]
-        indices = (6, 0, 5, 8, 3, 1, 4, 7)
+        indices = (6, 0, 5, 8, 3, 1, 4, 7, 9)
         expected = [float((np.asarray(a, np.float64) ** 2).sum()) for a in arrays]
 
         class Norms(nn.Cell):

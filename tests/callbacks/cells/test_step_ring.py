@@ -136,3 +136,15 @@ def test_the_monitored_step_of_a_small_model_stays_within_mindspores_single_thre
     the line where the bare step is (63 kernels here; 112 when the statistics ran in the graph)."""
     counts = _step_kernels(tmp_path)
     assert counts["MONITORED"] <= 100 and counts["MONITORED"] - counts["BARE"] <= 25, counts
+
+
+def test_newest_rows_come_oldest_first_and_stop_at_what_the_ring_holds():
+    import numpy as np
+
+    from tb_mindspore_callbacks.cells.flight_ring import newest_rows
+
+    ring = np.array([[4.0], [5.0], [2.0], [3.0]])          # capacity 4, six rows written: rows 2..5 kept
+    assert newest_rows(ring, 6, 3)[:, 0].tolist() == [3.0, 4.0, 5.0]
+    assert newest_rows(ring, 6, 10)[:, 0].tolist() == [2.0, 3.0, 4.0, 5.0]    # no more than the ring holds
+    assert newest_rows(ring[:, :], 2, 5)[:, 0].tolist() == [4.0, 5.0]          # no more than were written
+    assert newest_rows(ring, 6, 0).shape == (0, 1) and newest_rows(ring, 6, -2).shape == (0, 1)
