@@ -41,8 +41,13 @@ def logdir(tmp_path_factory):
 def app(request, logdir):
     a = App(logdir, load_fast=request.param)
     a.wait_for_runs(["a", "b"])
+    def loaded(run):
+        # Every point and the whole interval series: under load a reload can land between the two.
+        body = a.plugin("/scalars", run=run, tag="core/loss", max_points=10)
+        return body["total_points"] == STEPS and body["interval"] is not None and body["interval"][-1][0] == STEPS
+
     for run in ("a", "b"):
-        wait_until(lambda: a.plugin("/scalars", run=run, tag="core/loss", max_points=10)["total_points"] == STEPS)
+        wait_until(lambda: loaded(run))
     yield a
     a.close()
 
