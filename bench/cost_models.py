@@ -1,7 +1,8 @@
 """The models of the cost benchmarks (``bench/step_cost.py``, ``bench/cost_table.py``, ``bench/paired.py``).
 
 ``demo``: the demo's 2-layer transformer classifier (0.4M parameters, ``bench/overhead.py``'s model). ``0.1m``,
-``1m``, ``10m``: multi-layer perceptrons of about 0.1, 1 and 10 million parameters (six hidden ``Dense`` + ReLU
+``1m``, ``4m``, ``10m``: multi-layer perceptrons of about 0.1, 1, 4 and 10 million parameters (``4m``: a step of
+about 25 ms on two CPU cores) (six hidden ``Dense`` + ReLU
 layers and a 10-class head: 14 parameter tensors, the same count for every size, so only the size changes), on
 float32 inputs, so the step time goes from about a millisecond to about a hundred on two CPU cores. Every model
 trains with ``AdamWeightDecay`` (lr 1e-3) on a softmax cross-entropy loss, batch 32, from a few fixed batches
@@ -11,7 +12,7 @@ cycled (no dataset pipeline in the loop).
 import numpy as np
 
 # name: (input width, hidden width); six hidden layers, ten classes.
-MLP_SIZES = {"0.1m": (64, 130), "1m": (256, 400), "10m": (1024, 1300)}
+MLP_SIZES = {"0.1m": (64, 130), "1m": (256, 400), "4m": (512, 800), "10m": (1024, 1300)}
 SIZES = ("demo",) + tuple(MLP_SIZES)
 HIDDEN_LAYERS = 6
 CLASSES = 10

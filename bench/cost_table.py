@@ -1,7 +1,7 @@
 """Benchmark: the cost table of BENCHMARKS.md: what core + diagnostic monitoring costs a step, per execution mode,
 entry point and model size, so a user can predict it for their model.
 
-    python bench/cost_table.py [--sizes 0.1m,1m,10m] [--modes graph,pynative] [--entries model,loop]
+    python bench/cost_table.py [--sizes 0.1m,1m,4m,10m] [--modes graph,pynative] [--entries model,loop]
                                [--max-minutes 0.5] [--ci 0.005]
     python bench/cost_table.py --quick      # the smallest model, a few rounds: checks that every row runs
 
@@ -35,14 +35,14 @@ import cost_models  # noqa: E402
 import paired  # noqa: E402
 
 # Steps per block, per mode and model: a block lasts a few tenths of a second on two cores.
-BLOCKS = {"graph": {"0.1m": 40, "1m": 20, "demo": 10, "10m": 4},
-          "pynative": {"0.1m": 10, "1m": 8, "demo": 2, "10m": 2}}
+BLOCKS = {"graph": {"0.1m": 40, "1m": 20, "4m": 8, "demo": 10, "10m": 4},
+          "pynative": {"0.1m": 10, "1m": 8, "4m": 4, "demo": 2, "10m": 2}}
 ENTRY_NAMES = {"model": "Model.train", "loop": "loop + LoopMonitor"}
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="0.1m,1m,10m", help="comma-separated: %s" % ", ".join(cost_models.SIZES))
+    parser.add_argument("--sizes", default="0.1m,1m,4m,10m", help="comma-separated: %s" % ", ".join(cost_models.SIZES))
     parser.add_argument("--modes", default="graph,pynative", help="comma-separated: graph, pynative")
     parser.add_argument("--entries", default="model,loop", help="comma-separated: model (Model.train), loop")
     parser.add_argument("--rounds", type=int, default=10, help="at least this many rounds per row (default 10)")
