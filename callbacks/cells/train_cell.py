@@ -69,8 +69,8 @@ def _scale_grad_tensor(scale, grad):
     return grad * ops.cast(scale, grad.dtype)
 
 
-# Gradients too small to be reduced alone are packed into groups of at most this many elements: a few large
-# reductions cost far less than one small reduction per parameter, and the extra memory of a group's concatenation
+# Large gradients that no row width divides are packed into groups of at most this many elements (a few large
+# reductions instead of one slow whole-tensor reduction each), so that the extra memory of a group's concatenation
 # stays bounded (16 MiB of float32).
 NORM_GROUP_ELEMENTS = 1 << 22
 # Widest row of the reductions (see norm_plan), and the share of zero padding allowed in a packed group.
@@ -123,9 +123,10 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
 
     A parameter of fewer than ``NORM_EACH_ELEMENTS`` elements is summed alone by one ``L2Loss`` kernel (a
     ``PIECE_EACH`` piece holds them all: one row each). A larger one's squares are summed by rows, and one segment
-    sum over all the rows (a few thousand values) gives each parameter's sum. A parameter of at least ``NORM_ALONE_ELEMENTS`` whose size a row width of at least
-    ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy;
-    a matrix with rows of ``NORM_MIN_ALONE_WIDTH`` to ``NORM_OWN_ROW_WIDTH`` elements by its own rows, no reshape).
+    sum over all the rows (a few thousand values) gives each parameter's sum. A parameter of at least
+    ``NORM_ALONE_ELEMENTS`` whose size a row width of at least ``NORM_MIN_ALONE_WIDTH`` divides is viewed as rows
+    where it lies (a ``PIECE_ROWS`` piece: two kernels, no copy; a matrix with rows of ``NORM_MIN_ALONE_WIDTH`` to
+    ``NORM_OWN_ROW_WIDTH`` elements by its own rows, no reshape).
     The other large ones are packed, in order, into groups of at most ``limit`` elements (``PIECE_PACKED``): the
     members of a group are concatenated into one vector in which each starts a row of ``width`` elements (zero
     padding after it), squared and summed along the rows (three kernels per group whatever the number of
@@ -134,9 +135,9 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
 
     ``groups`` is ``(pieces, ids, count)``: ``pieces`` a tuple of ``(kind, members, sizes, pads, width)``, ``ids``
     (int32 Tensor; an empty tuple when those rows are the parameters themselves, in order; None when no parameter
-    has an element) the parameter of each row of the pieces' rows
-    concatenated in order, ``count`` the number of parameters. ``order`` (int32 Tensor, or None when ``indices`` is
-    empty) picks ``indices`` out of the per-parameter sums.
+    has an element) the parameter of each row of the pieces' rows concatenated in order, ``count`` the number of
+    parameters. ``order`` (int32 Tensor, or None when ``indices`` is empty) picks ``indices`` out of the
+    per-parameter sums.
     """
     sizes = [int(np.prod(shape)) if len(shape) else 1 for shape in shapes]
     alone = {}
@@ -152,7 +153,7 @@ def norm_plan(shapes, indices=(), limit=NORM_GROUP_ELEMENTS):
     each = [i for i, n in enumerate(sizes) if i not in alone and 0 < n < NORM_EACH_ELEMENTS]
     packs, current, size = [], [], 0
     for i, n in enumerate(sizes):
-        if i in alone or i in each or not n:
+        if i in alone or not n or n < NORM_EACH_ELEMENTS:
             continue
         if current and size + n > limit:
             packs.append(current)
