@@ -16,7 +16,40 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
+# The third-party packages (MindSpore alone is 2.5 GB unpacked: about a minute to install on two cores) go once into
+# a base environment in the cache folder (TB_MINDSPORE_ENVS, else ~/.cache/tb-plugin-mindspore/envs, as for
+# scripts/extras.sh), named after a hash of setup.py, this script, the interpreter's version and pip's constraints;
+# a new checkout's .venv hard-links its files (seconds) instead of unpacking the wheels again. A changed recipe builds
+# a new base. TB_MINDSPORE_BASE_ENV=0 installs everything into .venv directly, as before.
+ENVS=${TB_MINDSPORE_ENVS:-$HOME/.cache/tb-plugin-mindspore/envs}
+if [ ! -x .venv/bin/python ] && [ "${TB_MINDSPORE_BASE_ENV:-1}" != 0 ]; then
+  key=$( (cat setup.py scripts/setup.sh; "$PY" --version; cat "${PIP_CONSTRAINT:-/etc/xdg/pip/constraints.txt}" \
+    2>/dev/null || true) | sha256sum | cut -c1-12)
+  base=$ENVS/base-$key
+  if [ ! -f "$base/.ready" ]; then
+    echo "setup: installing MindSpore, TensorBoard and the test tools into $base (once; later checkouts link it)..." >&2
+    mkdir -p "$ENVS" && rm -rf "$base"
+    "$PY" -m venv "$base"
+    "$base/bin/python" -m pip install -q --upgrade pip
+    # The package's dependencies only: installed with it (editable, so nothing is built), then it is removed.
+    PYTHONWARNINGS=ignore TB_MINDSPORE_SKIP_FRONTEND=1 "$base/bin/python" -m pip install -q -e ".[mindspore,test]"
+    "$base/bin/python" -m pip uninstall -q -y tb-plugin-mindspore
+    touch "$base/.ready"
+  fi
+  echo "setup: creating the virtual environment .venv from $base..." >&2
+  "$PY" -m venv --without-pip .venv
+  site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  base_site=$("$base/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  # Hard links where the cache is on the same file system, copies elsewhere; nothing writes into these files in
+  # place (pip and Python replace a file by a new one).
+  cp -al "$base_site/." "$site/" 2>/dev/null || cp -a "$base_site/." "$site/"
+  # The console scripts (tensorboard, pytest, pip...), pointed at .venv's interpreter.
+  for script in "$base"/bin/*; do
+    name=$(basename "$script")
+    [ -e ".venv/bin/$name" ] || ! head -n1 "$script" | grep -q "^#!$base/bin/python" || {
+      sed "1s|^#!$base/bin/python|#!$PWD/.venv/bin/python|" "$script" > ".venv/bin/$name" && chmod +x ".venv/bin/$name"; }
+  done
+elif [ ! -x .venv/bin/python ]; then
   echo "setup: creating the virtual environment .venv..." >&2
   "$PY" -m venv .venv
 fi
