@@ -7,7 +7,7 @@ import math
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from browser_helpers import assert_same_origin, open_tab, screenshot, wait_drawn
+from browser_helpers import assert_same_origin, open_tab, screenshot, wait_drawn, wait_settled
 from heatmap_data import HOSTILE_LAYER, STEPS, layer_names, ratio, write_heatmap_runs
 from tb_harness import tensorboard_process
 
@@ -194,9 +194,13 @@ def test_distribution_view(page, heatmap_server):
     base, _ = heatmap_server
     frame = open_tab(page, base)
     sel = '[data-testid=histogram-chart][data-tag="debug/activation/encoder.layers.0"]'
-    frame.wait_for_selector(sel, timeout=60000).scroll_into_view_if_needed()
+    frame.wait_for_selector(sel, timeout=60000)
     frame.wait_for_selector(sel + "[data-state=drawn]", timeout=60000)
+    # The Health panel and the status banner change the layout above the chart when their answers come (under load,
+    # after the chart is drawn): the pointer goes where the chart is once they have.
+    wait_settled(frame)
     chart = frame.query_selector(sel)
+    chart.scroll_into_view_if_needed()
     assert chart.get_attribute("data-steps") == str(2 * (STEPS // 5)) and chart.get_attribute("data-run-count") == "2"
     box = chart.query_selector(".u-over").bounding_box()
     page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
