@@ -89,11 +89,28 @@ def assert_same_origin(page, base):
     assert outside == [], "requests left the TensorBoard origin: %r" % outside[:10]
 
 
-def open_tab(page, base, timeout=60000):
-    """Opens TensorBoard on the MindSpore tab; returns the plugin iframe's Frame once the dashboard exists."""
-    page.goto(base + "/#mindspore")
-    handle = page.wait_for_selector("iframe", timeout=timeout)
-    frame = handle.content_frame()
+# The page TensorBoard's iframe loads for the tab (served by TensorBoard's core plugin: our bundle's module, the
+# <base> our routes are relative to).
+TAB_PAGE = "/data/plugin_entry.html?name=mindspore"
+
+
+def open_tab(page, base, timeout=60000, in_tensorboard=False):
+    """Opens the MindSpore tab; returns its Frame once the dashboard exists.
+
+    By default the page TensorBoard's iframe loads (:data:`TAB_PAGE`) is opened on its own: the same document,
+    bundle and routes from the same server, without TensorBoard's own frontend around it, which costs the browser
+    and the server more than the tab (measured: 1.1 s of CPU a page instead of 2.5 s on two cores). With
+    ``in_tensorboard=True`` TensorBoard is opened on the tab and the iframe's Frame returned: for what needs the
+    host (its reload button and theme menu, its reload messages, the tab in TensorBoard's page)."""
+    if in_tensorboard:
+        page.goto(base + "/#mindspore")
+        frame = page.wait_for_selector("iframe", timeout=timeout).content_frame()
+    else:
+        # Chromium asks a top-level page's origin for /favicon.ico (TensorBoard has none: a 404 in the console);
+        # in TensorBoard's page the host's icon link answers it.
+        page.route("**/favicon.ico", lambda route: route.fulfill(status=204, body=""))
+        page.goto(base + TAB_PAGE)
+        frame = page.main_frame
     frame.wait_for_selector("[data-testid=mindspore-dashboard]", timeout=timeout)
     return frame
 

@@ -207,7 +207,7 @@ def test_live_refresh_keeps_zoom_selection_and_scroll(page, tmp_path):
     root.mkdir()
     write_dashboard_runs(root, steps=60)
     with tensorboard_process(root) as base:
-        frame = open_tab(page, base)
+        frame = open_tab(page, base, in_tensorboard=True)    # TensorBoard's reload button is pressed below
         wait_drawn(frame)
         tag = "core/grad_norm"
         assert chart_attrs(frame, tag)["points"] == "120"

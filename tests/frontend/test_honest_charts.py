@@ -36,7 +36,7 @@ def set_tensorboard_theme(page, name):
 
 def test_charts_never_mislead(page, dashboard_server):
     base, written = dashboard_server
-    frame = open_tab(page, base)
+    frame = open_tab(page, base, in_tensorboard=True)   # the dark mode below follows TensorBoard's theme menu
     wait_drawn(frame)
     frame.locator(chart_selector("debug/data_wait_ms")).scroll_into_view_if_needed()  # cards load when seen
     wait_attr(frame, "debug/data_wait_ms", "state", "v === 'drawn'")

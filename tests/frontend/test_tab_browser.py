@@ -22,7 +22,7 @@ from tb_harness import tensorboard_process
 def test_core_charts_draw_and_run_toggle(page, dashboard_server):
     base, written = dashboard_server
     counts = {run: {tag: len(points) for tag, points in tags.items()} for run, tags in written.items()}
-    frame = open_tab(page, base)
+    frame = open_tab(page, base, in_tensorboard=True)    # the tab in TensorBoard's page, as a user opens it
     wait_drawn(frame)
 
     core = frame.eval_on_selector_all("[data-testid=chart][data-tier=core]", "(cs) => cs.map((c) => c.dataset.tag)")
@@ -108,7 +108,7 @@ def test_empty_state_for_ms_files_and_relative_logdir(page, tmp_path):
 def test_tab_works_under_path_prefix(page, dashboard_logdir):
     root, written = dashboard_logdir
     with tensorboard_process(root, path_prefix="/tb") as base:
-        frame = open_tab(page, base)
+        frame = open_tab(page, base, in_tensorboard=True)
         wait_drawn(frame)
         assert chart_attrs(frame, "core/grad_norm")["runCount"] == "2"
         plugin_requests = [u for u in page.network_log.urls if "/data/plugin/mindspore/" in u]
