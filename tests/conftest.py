@@ -220,3 +220,23 @@ class _CpuLog:
 def pytest_configure(config):
     if os.environ.get("TB_MINDSPORE_TEST_CPU"):
         config.pluginmanager.register(_CpuLog(os.environ["TB_MINDSPORE_TEST_CPU"]), "tb_mindspore_cpu_log")
+
+
+SERIAL_MARK = "pytest.mark.serial"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """scripts/test.sh's serial phase collects only the files whose text says ``pytest.mark.serial`` (collecting
+    every file costs a pytest process about 12 s of CPU): a test marked serial any other way would run in neither
+    phase, so it is refused here."""
+    texts = {}
+    for item in items:
+        if item.get_closest_marker("serial"):
+            path = str(item.path)
+            if path not in texts:
+                with open(path, encoding="utf-8") as f:
+                    texts[path] = SERIAL_MARK in f.read()
+            if not texts[path]:
+                raise pytest.UsageError("%s is marked serial without %r in its file: scripts/test.sh's serial phase "
+                                        "would not collect it" % (item.nodeid, SERIAL_MARK))
