@@ -1,6 +1,8 @@
 """The models of the cost benchmarks (``bench/step_cost.py``, ``bench/cost_table.py``, ``bench/paired.py``).
 
-``demo``: the demo's 2-layer transformer classifier (0.4M parameters, ``bench/overhead.py``'s model). ``0.1m``,
+``demo``: the demo's 2-layer transformer classifier (0.4M parameters, ``bench/overhead.py``'s model); ``demo-b8``:
+the same model on batches of 8 (the same parameters and so the same monitoring work, a step of about 25-30 ms on
+two CPU cores instead of about 110). ``0.1m``,
 ``1m``, ``4m``, ``10m``: multi-layer perceptrons of about 0.1, 1, 4 and 10 million parameters (``4m``: a step of
 about 25 ms on two CPU cores) (six hidden ``Dense`` + ReLU
 layers and a 10-class head: 14 parameter tensors, the same count for every size, so only the size changes), on
@@ -13,10 +15,16 @@ import numpy as np
 
 # name: (input width, hidden width); six hidden layers, ten classes.
 MLP_SIZES = {"0.1m": (64, 130), "1m": (256, 400), "4m": (512, 800), "10m": (1024, 1300)}
-SIZES = ("demo",) + tuple(MLP_SIZES)
+DEMO_BATCHES = {"demo": 32, "demo-b8": 8}
+SIZES = tuple(DEMO_BATCHES) + tuple(MLP_SIZES)
 HIDDEN_LAYERS = 6
 CLASSES = 10
 BATCH = 32
+
+
+def batch_of(size):
+    """The batch size of a model size's steps."""
+    return DEMO_BATCHES.get(size, BATCH)
 
 
 def check_size(size):
@@ -43,7 +51,7 @@ def parts(size, seed=0):
     from mindspore import nn
 
     check_size(size)
-    if size == "demo":
+    if size in DEMO_BATCHES:
         from tb_mindspore_callbacks.demo import DEMO_CONFIG, build_model
 
         net, lr = build_model(None, seed=seed), DEMO_CONFIG["lr"]
@@ -58,7 +66,7 @@ def parts(size, seed=0):
 def arrays(size, n, seed=0):
     """``(inputs, labels int32)`` numpy arrays of ``n`` samples for a model size."""
     check_size(size)
-    if size == "demo":
+    if size in DEMO_BATCHES:
         from tb_mindspore_callbacks.demo import synthetic_arrays
 
         return synthetic_arrays(n, None, seed)
@@ -72,18 +80,20 @@ def batches(size, count=8, seed=0):
     """``count`` batches as ``(Tensor, Tensor)`` pairs, cycled by the loops."""
     from mindspore import Tensor
 
-    x, y = arrays(size, count * BATCH, seed)
-    return [(Tensor(x[i * BATCH:(i + 1) * BATCH]), Tensor(y[i * BATCH:(i + 1) * BATCH])) for i in range(count)]
+    b = batch_of(size)
+    x, y = arrays(size, count * b, seed)
+    return [(Tensor(x[i * b:(i + 1) * b]), Tensor(y[i * b:(i + 1) * b])) for i in range(count)]
 
 
 def dataset(size, steps, seed=0):
     """A batched ``NumpySlicesDataset`` of ``steps`` batches (``Model.train``), from the same 8 batches cycled."""
     import mindspore.dataset as ds
 
-    x, y = arrays(size, 8 * BATCH, seed)
+    b = batch_of(size)
+    x, y = arrays(size, 8 * b, seed)
     reps = -(-steps // 8)
-    x, y = np.concatenate([x] * reps)[:steps * BATCH], np.concatenate([y] * reps)[:steps * BATCH]
-    return ds.NumpySlicesDataset({"x": x, "label": y}, shuffle=False).batch(BATCH, drop_remainder=True)
+    x, y = np.concatenate([x] * reps)[:steps * b], np.concatenate([y] * reps)[:steps * b]
+    return ds.NumpySlicesDataset({"x": x, "label": y}, shuffle=False).batch(b, drop_remainder=True)
 
 
 def parameter_count(net):
