@@ -16,6 +16,14 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
+
+# pip install -e ".[mindspore,test]" with the interpreter $1. PYTHONWARNINGS: setuptools' editable-install banner
+# ("be careful with folders ... same name as your package") is about the callbacks/ folder installed as
+# tb_mindspore_callbacks; nothing to act on. The frontend is built by npm below, not by pip.
+install_package() {
+  PYTHONWARNINGS=ignore TB_MINDSPORE_SKIP_FRONTEND=1 "$1" -m pip install -q -e ".[mindspore,test]"
+}
+
 # The third-party packages (MindSpore alone is 2.5 GB unpacked: about a minute to install on two cores) go once into
 # a base environment in the cache folder (TB_MINDSPORE_ENVS, else ~/.cache/tb-plugin-mindspore/envs, as for
 # scripts/extras.sh), named after a hash of setup.py, this script, the interpreter's version and pip's constraints;
@@ -32,7 +40,7 @@ if [ ! -x .venv/bin/python ] && [ "${TB_MINDSPORE_BASE_ENV:-1}" != 0 ]; then
     "$PY" -m venv "$base"
     "$base/bin/python" -m pip install -q --upgrade pip
     # The package's dependencies only: installed with it (editable, so nothing is built), then it is removed.
-    PYTHONWARNINGS=ignore TB_MINDSPORE_SKIP_FRONTEND=1 "$base/bin/python" -m pip install -q -e ".[mindspore,test]"
+    install_package "$base/bin/python"
     "$base/bin/python" -m pip uninstall -q -y tb-plugin-mindspore
     touch "$base/.ready"
   fi
@@ -45,9 +53,10 @@ if [ ! -x .venv/bin/python ] && [ "${TB_MINDSPORE_BASE_ENV:-1}" != 0 ]; then
   cp -al "$base_site/." "$site/" 2>/dev/null || cp -a "$base_site/." "$site/"
   # The console scripts (tensorboard, pytest, pip...), pointed at .venv's interpreter.
   for script in "$base"/bin/*; do
-    name=$(basename "$script")
-    [ -e ".venv/bin/$name" ] || ! head -n1 "$script" | grep -q "^#!$base/bin/python" || {
-      sed "1s|^#!$base/bin/python|#!$PWD/.venv/bin/python|" "$script" > ".venv/bin/$name" && chmod +x ".venv/bin/$name"; }
+    target=.venv/bin/$(basename "$script")
+    if [ ! -e "$target" ] && head -n1 "$script" | grep -q "^#!$base/bin/python"; then
+      sed "1s|^#!$base/bin/python|#!$PWD/.venv/bin/python|" "$script" > "$target" && chmod +x "$target"
+    fi
   done
 elif [ ! -x .venv/bin/python ]; then
   echo "setup: creating the virtual environment .venv..." >&2
@@ -62,11 +71,9 @@ frontend_log=$(mktemp)
 (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) > "$frontend_log" 2>&1 &
 frontend_pid=$!
 
-# PYTHONWARNINGS: setuptools' editable-install banner ("be careful with folders ... same name as your package")
-# is about the callbacks/ folder installed as tb_mindspore_callbacks; nothing to act on.
 echo "setup: installing the package with MindSpore, TensorBoard and the test tools into .venv (a few minutes the" \
   "first time)..." >&2
-PYTHONWARNINGS=ignore TB_MINDSPORE_SKIP_FRONTEND=1 .venv/bin/python -m pip install -q -e ".[mindspore,test]"
+install_package .venv/bin/python
 frontend_status=0
 wait "$frontend_pid" || frontend_status=$?
 cat "$frontend_log"
