@@ -1,7 +1,7 @@
 """Benchmark: where monitoring's fixed cost per step goes, step by step and thread by thread, in CPU time.
 
     python bench/step_cost.py [--size 0.1m] [--mode graph|pynative] [--entry loop|model] [--steps 400]
-                              [--block 20] [--tier core_diag] [--profile 25]
+                              [--block 20] [--tier core_diag] [--profile 25] [--calls 200]
 
 One model (``bench/cost_models.py``: ``demo``, ``0.1m``, ``1m``, ``4m``, ``10m``), one network and optimizer for both
 sides: blocks of ``--block`` steps without monitoring alternate with blocks of the same steps with it (the README's
@@ -20,6 +20,10 @@ Measured in CPU time, which other processes' load does not inflate (it only slow
   ``step`` in the loop, ``TrainMonitor``'s hooks in ``Model.train``), split into ordinary steps and point steps
   (a core, diagnostic or debug point falls there), and in the loop the optimizer call (``optimizer(grads)`` bare,
   ``mon.update(grads)`` monitored: the optimizer and the gradient statistics as one compiled call in GRAPH_MODE);
+* ``--calls N`` (the loop in GRAPH_MODE): after the blocks, the update call alone, call by call with the gradients
+  computed and read first, so that its time is its own and not the gradients' it waits for: the optimizer alone,
+  the gradient statistics alone (:class:`LoopStats`, a call of their own) and both in one call (what
+  ``mon.update`` runs), in turn, N calls each after 20; medians of the wall and training-thread CPU time per call;
 * ``--profile N``: Python's profiler (in training-thread CPU time) over the monitored blocks, the N functions with
   the most own time.
 
@@ -233,7 +237,37 @@ def _is_point(settings, step, entry):
     return settings.diagnostic_freq is not None and step % settings.diagnostic_freq == 0
 
 
-def measure(size, mode, entry, tier, steps, block, profile=0):
+def update_calls(sides, n, warmup=20):
+    """``{variant: {"wall_ms": median, "cpu_ms": median}}``: the loop's update call alone (see the module's
+    docstring), ``n`` calls of each variant in turn after ``warmup``; after the monitor is closed (the statistics'
+    ring rows written here are nobody's steps)."""
+    import mindspore as ms
+
+    source = sides.mon._source
+    if source is None or not source.cell._has_grads or not source._update:
+        return None
+    stats, both, optimizer = source.cell, source._update, sides.optimizer
+    variants = {"optimizer": lambda grads: optimizer(grads),
+                "statistics": lambda grads: stats(ms.mutable(tuple(grads))),
+                "optimizer_and_statistics": lambda grads: both(ms.mutable(tuple(grads)))}
+    times = {name: ([], []) for name in variants}
+    for i in range(warmup + n):
+        for name, call in variants.items():
+            loss, grads = sides.grad_fn(*sides._batch())
+            loss.asnumpy()
+            grads[-1].asnumpy()
+            cpu, wall = time.thread_time(), time.perf_counter()
+            call(grads)
+            stats.tbms_flight_count.asnumpy()          # the call's end (each variant writes or waits for the ring)
+            wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+            if i >= warmup:
+                times[name][0].append(wall * 1000)
+                times[name][1].append(cpu * 1000)
+    return {name: {"wall_ms": round(statistics.median(w), 4), "cpu_ms": round(statistics.median(c), 4)}
+            for name, (w, c) in times.items()}
+
+
+def measure(size, mode, entry, tier, steps, block, profile=0, calls=0):
     """Alternating bare and monitored blocks; returns the result dict (see the module's docstring)."""
     import mindspore as ms
 
@@ -276,6 +310,9 @@ def measure(size, mode, entry, tier, steps, block, profile=0):
                 t["steps"] += block
     finally:
         errors = sides.close()
+    try:
+        calls_ms = update_calls(sides, calls) if calls and entry == "loop" and mode == "graph" else None
+    finally:
         shutil.rmtree(out, ignore_errors=True)
 
     settings = sides.points()
@@ -310,6 +347,8 @@ def measure(size, mode, entry, tier, steps, block, profile=0):
                                    if bare_steps else None,
                                    "monitored_update_median": round(statistics.median(mon_steps) * 1000, 4)
                                    if mon_steps else None}
+    if calls_ms is not None:
+        result["update_call_ms"] = calls_ms
     if profiler is not None:
         text = io.StringIO()
         stats = pstats.Stats(profiler, stream=text)
@@ -338,6 +377,10 @@ def print_result(r):
         u = r["update_cpu_ms"]
         print("  optimizer call: bare %s ms, mon.update %s ms (medians)" % (u["bare_optimizer_median"],
                                                                           u["monitored_update_median"]))
+    if "update_call_ms" in r:
+        print("  the update call alone, gradients ready (medians per call):")
+        for name, v in r["update_call_ms"].items():
+            print("    %-26s wall %7.3f ms   training-thread CPU %7.3f ms" % (name, v["wall_ms"], v["cpu_ms"]))
     if "profile" in r:
         print(r["profile"])
 
@@ -351,9 +394,11 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=400, help="timed steps per side (default 400)")
     parser.add_argument("--block", type=int, default=20, help="steps per block (default 20)")
     parser.add_argument("--profile", type=int, default=0, help="print the N functions with the most own time")
+    parser.add_argument("--calls", type=int, default=0, help="the loop's update call alone, N calls per variant "
+                                                               "(GRAPH_MODE)")
     args = parser.parse_args(argv)
     cost_models.check_size(args.size)
-    r = measure(args.size, args.mode, args.entry, args.tier, args.steps, args.block, args.profile)
+    r = measure(args.size, args.mode, args.entry, args.tier, args.steps, args.block, args.profile, args.calls)
     print_result(r)
     r.pop("profile", None)
     print(json.dumps(r, sort_keys=True))
