@@ -51,10 +51,11 @@ if [ ! -x .venv/bin/python ] && [ "${TB_MINDSPORE_BASE_ENV:-1}" != 0 ]; then
   # Hard links where the cache is on the same file system, copies elsewhere; nothing writes into these files in
   # place (pip and Python replace a file by a new one).
   cp -al "$base_site/." "$site/" 2>/dev/null || cp -a "$base_site/." "$site/"
-  # The console scripts (tensorboard, pytest, pip...), pointed at .venv's interpreter.
+  # The console scripts (tensorboard, pytest, pip...), pointed at .venv's interpreter (files only: pip compiles a
+  # script named *.py, such as jmespath's jp.py, into a __pycache__ folder there).
   for script in "$base"/bin/*; do
     target=.venv/bin/$(basename "$script")
-    if [ ! -e "$target" ] && head -n1 "$script" | grep -q "^#!$base/bin/python"; then
+    if [ -f "$script" ] && [ ! -e "$target" ] && head -n1 "$script" | grep -q "^#!$base/bin/python"; then
       sed "1s|^#!$base/bin/python|#!$PWD/.venv/bin/python|" "$script" > "$target" && chmod +x "$target"
     fi
   done
