@@ -3,13 +3,13 @@
     python bench/step_cost.py [--size 0.1m] [--mode graph|pynative] [--entry loop|model] [--steps 400]
                               [--block 20] [--tier core_diag] [--profile 25] [--calls 200]
 
-One model (``bench/cost_models.py``: ``demo``, ``0.1m``, ``1m``, ``4m``, ``10m``), one network and optimizer for both
-sides: blocks of ``--block`` steps without monitoring alternate with blocks of the same steps with it (the README's
-loop with ``LoopMonitor``, or ``Model.train`` with ``MonitoredTrainCell`` + ``TrainMonitor``), ``--steps`` steps a
-side, after one untimed block each (everything compiled). ``--tier``: ``core_diag`` is the monitors' defaults
-(core every 10 steps, live health, flight recorder, per-rank statistics; weight norms every 100 steps in the loop,
-at epoch ends in ``Model.train``: every block here, as each block is one ``train`` call); ``core_diag_debug`` adds
-``debug="all"`` every 100 steps.
+One model (``bench/cost_models.py``: ``demo``, ``demo-b8``, ``0.1m``, ``1m``, ``4m``, ``10m``), one network and
+optimizer for both sides: blocks of ``--block`` steps without monitoring alternate with blocks of the same steps
+with it (the README's loop with ``LoopMonitor``, or ``Model.train`` with ``MonitoredTrainCell`` + ``TrainMonitor``),
+``--steps`` steps a side, after one untimed block each (everything compiled). ``--tier``: ``core_diag`` is the
+monitors' defaults (core every 10 steps, live health, flight recorder, per-rank statistics; weight norms every 100
+steps in the loop, at epoch ends in ``Model.train``: every block here, as each block is one ``train`` call);
+``core_diag_debug`` adds ``debug="all"`` every 100 steps.
 
 Measured in CPU time, which other processes' load does not inflate (it only slows the wall clock):
 
@@ -244,7 +244,7 @@ def update_calls(sides, n, warmup=20):
     import mindspore as ms
 
     source = sides.mon._source
-    if source is None or not source.cell._has_grads or not source._update:
+    if source is None or not source.has_grads or not source._update:
         return None
     stats, both, optimizer = source.cell, source._update, sides.optimizer
     variants = {"optimizer": lambda grads: optimizer(grads),
