@@ -2,6 +2,7 @@ import os
 import sys
 
 import pytest
+import warm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -92,9 +93,9 @@ def monitored_run(tmp_path_factory):
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_training import MONITORED_HPARAMS, "
                 "train_tiny; train_tiny(sys.argv[2], epochs=2, lr=0.05, collect_freq=4, "
                 "hparams=dict(MONITORED_HPARAMS))")
-        proc = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
+        proc = warm.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
                                str(root / "monitored")], capture_output=True, text=True, timeout=300,
-                              env=dict(os.environ, GLOG_v="3"))
+                        env=dict(os.environ, GLOG_v="3"))
         assert proc.returncode == 0, proc.stderr[-3000:]
 
     return made_once(tmp_path_factory, "monitored", make) / "monitored"
@@ -111,8 +112,8 @@ def ms_graph_runs(tmp_path_factory):
 
     def make(root):
         child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers", "ms_graph_child.py")
-        proc = subprocess.run([sys.executable, child, str(root)], capture_output=True, text=True, timeout=600,
-                              env=dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1"))
+        proc = warm.run([sys.executable, child, str(root)], capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1"))
         assert proc.returncode == 0, proc.stderr[-3000:]
 
     return made_once(tmp_path_factory, "ms_graph", make)
@@ -150,7 +151,7 @@ def _run_demo(root):
     from tb_harness import free_port
 
     bin_ = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
-    p = subprocess.Popen([bin_, "demo", "--steps", str(DEMO_TEST_STEPS), "--port", str(free_port()), "--logdir",
+    p = warm.Popen([bin_, "demo", "--steps", str(DEMO_TEST_STEPS), "--port", str(free_port()), "--logdir",
                           str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watchdog = threading.Timer(1500, p.kill)       # a demo or a server that hangs fails the tests instead
     watchdog.start()

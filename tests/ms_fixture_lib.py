@@ -9,10 +9,10 @@ pytest-xdist workers).
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 from once import made_once
+import warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _made = {}
@@ -20,8 +20,8 @@ _made = {}
 
 def run_fixture_script(*args, timeout=600):
     env = dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, os.path.join(HERE, "ms_make_fixtures.py"), *map(str, args)],
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return warm.run([sys.executable, os.path.join(HERE, "ms_make_fixtures.py"), *map(str, args)],
+                    env=env, capture_output=True, text=True, timeout=timeout)
 
 
 class MsFixtures:

@@ -13,6 +13,8 @@ import urllib.request
 
 from werkzeug import test as werkzeug_test
 
+import warm
+
 PREFIX = "/data/plugin/mindspore"
 
 
@@ -114,7 +116,7 @@ def tensorboard_process(logdir, *extra, port=None, timeout=90, path_prefix="", l
     cmd = [tensorboard_bin()] + where + ["--port", str(port), "--host", "127.0.0.1",
            "--reload_interval", "1"] + (["--path_prefix", path_prefix] if path_prefix else []) + list(extra)
     log = open(os.path.join(str(logdir), os.pardir, "tensorboard-%d.log" % port), "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = warm.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base = "http://127.0.0.1:%d%s" % (port, path_prefix)
     try:
         deadline = time.time() + timeout

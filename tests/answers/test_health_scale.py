@@ -6,22 +6,22 @@ cluster rules judged by the plugin's reader (figures for 1,024 x 100,000 in BENC
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.contract import rank_file
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.slow
 def test_bench_health_scale_short_form(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "health_scale.py"), "--ranks", "64",
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "health_scale.py"), "--ranks", "64",
                            "--steps", "2000", "--append", "200", "--repeat", "2", "--dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+                    capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     served, here = figures["served"], figures["in_process"]

@@ -5,7 +5,6 @@ through TensorBoard's WSGI app with either loader."""
 import json
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +14,7 @@ from tb_harness import App
 from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 from tb_plugin_mindspore.writing.writer import SummaryWriter
+import warm
 
 CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "callbacks", "landscape", "landscape_child.py")
 
@@ -47,8 +47,8 @@ def landscape_logdir(tmp_path_factory, ms_fixtures):
     from tb_plugin_mindspore.commands.convert import convert
 
     convert(root / "landscape", out=root / "converted", progress=False)   # the same, as tfevents
-    proc = subprocess.run([sys.executable, CHILD, str(root.parent / "train.npz"), "graph", "1", str(root / "ours")],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
+    proc = warm.run([sys.executable, CHILD, str(root.parent / "train.npz"), "graph", "1", str(root / "ours")],
+                    capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     # An interrupted landscape: two of four rows done.
     z = np.full((4, 3), np.nan)

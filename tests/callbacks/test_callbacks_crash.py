@@ -16,6 +16,7 @@ pytest.importorskip("mindspore")
 from tb_plugin_mindspore import metadata  # noqa: E402
 
 from cb_helpers import event_files, read_run  # noqa: E402
+import warm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -23,8 +24,8 @@ CHILD = os.path.join(HERE, "cb_child.py")
 
 
 def run_child(scenario, logdir, steps=20, timeout=120):
-    return subprocess.run([sys.executable, CHILD, scenario, str(logdir), str(steps)], capture_output=True,
-                          text=True, timeout=timeout, cwd=str(logdir.parent))
+    return warm.run([sys.executable, CHILD, scenario, str(logdir), str(steps)], capture_output=True,
+                    text=True, timeout=timeout, cwd=str(logdir.parent))
 
 
 def recorded_steps(stdout):
@@ -76,8 +77,8 @@ def test_signal_handlers_chain_to_previous_ones(tmp_path):
         os.kill(os.getpid(), signal.SIGTERM)
         print("NOT REACHED", flush=True)
     """)
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a")], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    proc = warm.run([sys.executable, "-c", script, str(tmp_path / "a")], capture_output=True, text=True,
+                    timeout=60, cwd=ROOT)
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout.count("USER SIGINT HANDLER") == 1 and "KEYBOARD INTERRUPT" in proc.stdout
     assert "USER SIGTERM HANDLER" in proc.stdout and "NOT REACHED" not in proc.stdout
@@ -87,7 +88,7 @@ def test_signal_handlers_chain_to_previous_ones(tmp_path):
 
 def test_kill9_loses_at_most_the_flush_interval(tmp_path):
     logdir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, CHILD, "kill9", str(logdir), "2000"], stdout=subprocess.PIPE,
+    proc = warm.Popen([sys.executable, CHILD, "kill9", str(logdir), "2000"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=str(tmp_path))
     seen = []
     try:

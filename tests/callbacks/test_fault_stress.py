@@ -21,6 +21,7 @@ import threading
 import time
 
 import pytest
+import warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "fault_child.py")
@@ -39,7 +40,7 @@ class Watched:
     recorded (``STARTUP_S`` before: compiling the graphs is not a stall)."""
 
     def __init__(self, cmd, cwd):
-        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = warm.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines, self.last = [], time.monotonic()
         self.err = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines, True), daemon=True).start()
@@ -141,7 +142,7 @@ class _Load:
 
     def __enter__(self):
         code = "import os, time\nos.nice(19)\nend = time.time() + 3600\nwhile time.time() < end: pass\n"
-        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+        self.procs = [warm.Popen([sys.executable, "-c", code]) for _ in range(2)]
         return self
 
     def __exit__(self, *exc):

@@ -89,9 +89,10 @@ def child(scenario, run_dir, steps):
 # The tests.
 
 def run_child(scenario, run_dir, steps=20, env=None, timeout=120):
-    return subprocess.run([sys.executable, os.path.abspath(__file__), scenario, str(run_dir), str(steps)],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(os.path.dirname(str(run_dir))),
-                          env=dict(os.environ, **(env or {})))
+    import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
+    return warm.run([sys.executable, os.path.abspath(__file__), scenario, str(run_dir), str(steps)],
+                    capture_output=True, text=True, timeout=timeout, cwd=str(os.path.dirname(str(run_dir))),
+                    env=dict(os.environ, **(env or {})))
 
 
 def recorded(stdout):

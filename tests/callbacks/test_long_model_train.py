@@ -6,7 +6,6 @@ runs takes 2,000 steps."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,8 +16,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _run(tmp_path, steps):
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path / "run"), str(steps)],
-                          capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
+    proc = warm.run([sys.executable, os.path.abspath(__file__), str(tmp_path / "run"), str(steps)],
+                    capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 

@@ -2,10 +2,10 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+import warm
 
 pytest.importorskip("mindspore")
 
@@ -14,9 +14,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.slow
 def test_overhead_bench_quick_produces_ratios_per_mode_and_entry(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead.py"), "--quick",
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "overhead.py"), "--quick",
                            "--out", str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+                    capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     for mode in ("graph", "pynative"):
@@ -95,8 +95,8 @@ def test_cost_table_rejects_unknown_sizes_modes_and_round_counts():
 @pytest.mark.slow
 def test_cost_table_quick_gives_a_row_per_entry_point(tmp_path):
     """``bench/cost_table.py --quick`` (GRAPH_MODE here): one row per entry point, with its command, ending in JSON."""
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cost_table.py"), "--quick", "--modes", "graph"],
-                          capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "cost_table.py"), "--quick", "--modes", "graph"],
+                    capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
     assert [(r["mode"], r["entry"]) for r in rows] == [("graph", "model"), ("graph", "loop")]
@@ -109,9 +109,9 @@ def test_grad_norms_bench_times_every_plan_with_exact_sums(tmp_path):
     """``bench/grad_norms.py``: the current plan (small parameters by L2Loss, the large ones by rows where they lie),
     the one before it and the all-packed one give every parameter's sum of squares within 1e-5 of float64 on the
     1M MLP, each timed, ending in JSON (no timing asserted)."""
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "grad_norms.py"), "--sizes", "1m",
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "grad_norms.py"), "--sizes", "1m",
                            "--calls", "1", "--rounds", "2"], capture_output=True, text=True, timeout=300,
-                          cwd=str(tmp_path))
+                    cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     model = result["models"]["1m"]

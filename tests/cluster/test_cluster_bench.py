@@ -4,17 +4,17 @@ BENCHMARKS.md)."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.slow
 def test_bench_cluster_short_form():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cluster.py"), "--ranks", "64", "--steps",
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "cluster.py"), "--ranks", "64", "--steps",
                            "500", "--repeat", "2", "--browser"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(proc.stdout.strip().splitlines()[-1])

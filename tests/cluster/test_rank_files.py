@@ -15,6 +15,7 @@ from tb_plugin_mindspore.contract import rank_file
 from tb_plugin_mindspore.answers import cluster
 
 from cluster_data import write_rank_file
+import warm
 
 
 def test_rows_written_by_rank_stats_are_read_back(tmp_path):
@@ -130,14 +131,14 @@ def test_a_second_process_never_interleaves_a_rank_file(tmp_path):
     """Two jobs given the same run folder: one writes the rank file, the other warns once and writes nothing (before:
     2,400 rows for 1,200 steps, steps out of order, mixed in the view)."""
     done = tmp_path / "second_done"
-    first = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "0", str(done)], stdout=subprocess.PIPE,
+    first = warm.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "0", str(done)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     path = tmp_path / "cluster" / "rank0.tbmsrank"
     deadline = time.time() + 60
     while not (path.exists() and path.stat().st_size > 200) and time.time() < deadline:
         time.sleep(0.01)
-    second = subprocess.run([sys.executable, "-c", _WRITER, str(tmp_path), "10000", "-"], capture_output=True,
-                            text=True, timeout=120)
+    second = warm.run([sys.executable, "-c", _WRITER, str(tmp_path), "10000", "-"], capture_output=True,
+                      text=True, timeout=120)
     done.write_text("")
     out, err = first.communicate(timeout=120)
     assert "WROTE" in out and "FAILED" in second.stdout, (out, err, second.stdout, second.stderr)

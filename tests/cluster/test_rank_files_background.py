@@ -6,7 +6,6 @@ check`` gives on the same files."""
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -21,6 +20,7 @@ from tb_plugin_mindspore.sources import clusters
 from tb_plugin_mindspore.sources.cluster_ranks import SOURCE_RANK_FILES
 
 from cluster_data import cluster_columns, write_cluster, write_rank_file
+import warm
 
 ROW = rank_file.record_dtype(metadata.RANK_FIELDS)
 
@@ -220,8 +220,8 @@ def test_health_panel_after_an_append_gives_what_check_gives(tmp_path):
         panel = cluster_findings(app.plugin("/health", run="job"))
     finally:
         app.close()
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logs), "--format", "json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logs), "--format", "json"],
+                    capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert panel == cluster_findings(json.loads(proc.stdout)), (panel, proc.stdout[:2000])
     assert {json.loads(f)["rule"] for f in panel} >= {"slow_rank", "rank_stopped", "memory_growth"}, panel

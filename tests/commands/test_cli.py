@@ -6,13 +6,14 @@ import subprocess
 import sys
 
 import pytest
+import warm
 
 BIN = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
 
 
 @pytest.mark.parametrize("steps", ["1", "0", "-3", "many"])
 def test_demo_rejects_bad_steps_with_one_line(steps):
-    p = subprocess.run([BIN, "demo", "--steps", steps, "--no-serve"], capture_output=True, text=True, timeout=60)
+    p = warm.run([BIN, "demo", "--steps", steps, "--no-serve"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines()[-1].startswith("tb-mindspore demo: error: argument --steps")
@@ -38,9 +39,9 @@ _TINY_DEMO_CHILD = ("import sys; from tb_mindspore_callbacks import demo; demo.D
 
 
 def _demo(logdir, steps, **kw):
-    return subprocess.Popen([sys.executable, "-c", _TINY_DEMO_CHILD, "demo", "--steps", str(steps), "--no-serve",
+    return warm.Popen([sys.executable, "-c", _TINY_DEMO_CHILD, "demo", "--steps", str(steps), "--no-serve",
                              "--logdir", str(logdir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
 def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):

@@ -4,7 +4,6 @@ network off (charts, heatmaps and health findings drawn from the inlined data), 
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -13,13 +12,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frontend"))
 
 from browser_helpers import screenshot  # noqa: E402
+import warm  # noqa: E402
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tb_plugin_mindspore", "static", "report.js")
 
 
 def report(*args):
-    return subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report"] + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=300)
+    return warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report"] + [str(a) for a in args],
+                    capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,8 @@ def runs_logdir(tmp_path_factory):
     """healthy + diverged, trained by the real TrainMonitor in a child process."""
     pytest.importorskip("mindspore")
     root = tmp_path_factory.mktemp("report") / "logs"
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "report_runs.py"), str(root)], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
+    proc = warm.run([sys.executable, os.path.join(HERE, "report_runs.py"), str(root)], capture_output=True,
+                    text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root
 

@@ -3,12 +3,12 @@ this one, at the same time (two processes, each training its jobs in turn), from
 
 import json
 import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import port_spec as spec
+import warm
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -41,8 +41,8 @@ def train(root, ms_jobs, torch_jobs, timeout=900):
     if thread is not None:
         thread.start()
     env = dict(os.environ, GLOG_v="3", PYTHONPATH=os.pathsep.join([str(HERE), str(REPO / "tests")]))
-    ms = subprocess.run([sys.executable, str(HERE / "port_train_ms.py"), str(root / "ms_jobs.json")],
-                        capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO))
+    ms = warm.run([sys.executable, str(HERE / "port_train_ms.py"), str(root / "ms_jobs.json")],
+                  capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO))
     if thread is not None:
         thread.join()
     assert ms.returncode == 0, "MindSpore side failed:\n" + ms.stderr[-3000:]

@@ -15,6 +15,7 @@ import pytest
 from tb_plugin_mindspore.cli import main as cli_main
 from tb_plugin_mindspore.compare import tolerance
 from tb_plugin_mindspore.writing.writer import SummaryWriter
+import warm
 
 OURS = {"loss": "core/loss", "lr": "core/learning_rate", "grad": "core/grad_norm", "eval": "diagnostic/eval_loss"}
 HF = {"loss": "train/loss", "lr": "train/learning_rate", "grad": "train/grad_norm", "eval": "eval/loss"}
@@ -44,8 +45,8 @@ def cli(*args):
 
 def test_the_installed_command(tmp_path):
     a, b = write_run(tmp_path / "a"), write_run(tmp_path / "b", lr_shift=1)
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "compare", str(a), str(b)],
-                          capture_output=True, text=True, timeout=300)
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "compare", str(a), str(b)],
+                    capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and proc.stdout.startswith("PART"), proc.stderr
 
 

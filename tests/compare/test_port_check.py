@@ -6,7 +6,6 @@ injected into the MindSpore side is named with its class, its first layer and it
 The PyTorch side runs in the torch environment (``bash scripts/extras.sh torch``); the tests skip without it."""
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ import port_pairs  # noqa: E402
 from extras import require_env  # noqa: E402
 from tb_plugin_mindspore.commands.compare import read_run  # noqa: E402
 from tb_plugin_mindspore.compare.engine import compare  # noqa: E402
+import warm  # noqa: E402
 
 MATCH_STEPS = 200
 INJECT_STEPS = 40
@@ -127,8 +127,8 @@ def test_injected_difference_is_named(pairs, case):
 def test_command_exit_status_and_json(pairs):
     """The command as users run it: 0 on a match, 1 when the runs part, the JSON shape of the README."""
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "compare", *map(str, args)],
-                              capture_output=True, text=True, timeout=300)
+        return warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "compare", *map(str, args)],
+                        capture_output=True, text=True, timeout=300)
 
     same = run(pairs / "mlp-ms", pairs / "mlp-torch")
     assert same.returncode == 0 and same.stdout.startswith("MATCH"), same.stderr

@@ -3,17 +3,17 @@ subfolders, a folder holding both kinds of files), and the same answer from one 
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 import logdirs
 from tb_harness import PREFIX, fetch_json, tensorboard_process
 from tb_plugin_mindspore.commands import logdir_check
+import warm
 
 
 def _check_json(logdir):
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format",
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format",
                            "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)

@@ -2,10 +2,10 @@
 heatmap marks together (the ``health`` and ``contract`` routes), as ``check --set`` does; a bad one stops
 TensorBoard with one line."""
 
-import subprocess
 
 import logdirs
 from tb_harness import PREFIX, fetch_json, tensorboard_bin, tensorboard_process
+import warm
 
 
 def _fast_findings(base):
@@ -28,8 +28,8 @@ def test_the_flag_moves_the_health_rule_and_the_heatmap_mark(tmp_path):
 
 
 def test_a_bad_setting_is_one_line(tmp_path):
-    proc = subprocess.run([tensorboard_bin(), "--logdir", str(tmp_path), "--mindspore_health_set", "nope.x=1"],
-                          capture_output=True, text=True, timeout=120)
+    proc = warm.run([tensorboard_bin(), "--logdir", str(tmp_path), "--mindspore_health_set", "nope.x=1"],
+                    capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     lines = [l for l in proc.stderr.splitlines() if "mindspore_health_set" in l]
     assert lines and "unknown health rule 'nope'" in lines[0], proc.stderr[-1500:]

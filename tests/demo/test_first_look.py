@@ -5,7 +5,6 @@ of the same logdir opened from disk: per section and per view, it draws what the
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.request
@@ -14,6 +13,7 @@ import pytest
 
 from conftest import BIN
 from page_inventory import inventory, scroll_through
+import warm
 
 pytestmark = pytest.mark.slow     # the demo itself takes about a minute on an idle 2-core machine
 
@@ -59,7 +59,7 @@ def test_demo_records_every_kind_of_run_and_check_names_the_problem(demo_run):
     healthy, problem = _runs(logdir)
     ms_files = os.listdir(logdir / "mindspore_summary_collector")
     assert any(file_kind(f) == "summary" for f in ms_files), ms_files
-    p = subprocess.run([BIN, "check", str(logdir), "--format", "json"], capture_output=True, text=True, timeout=300)
+    p = warm.run([BIN, "check", str(logdir), "--format", "json"], capture_output=True, text=True, timeout=300)
     findings = {r["run"]: r["findings"] for r in json.loads(p.stdout)["runs"]}
     assert [f for f in findings[healthy] if f["level"] != "info" and f["rule"] not in WALL_CLOCK_RULES] == []
     # The loss turns Inf between two recorded points: the interval statistics catch it.
@@ -189,8 +189,8 @@ def test_the_demo_fills_every_section_and_each_view_says_what_it_holds(demo_run,
 def test_the_report_draws_what_the_tab_draws(demo_run, tab, tmp_path, browser):
     logdir, _ = demo_run
     out = tmp_path / "report.html"
-    p = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
-                       capture_output=True, text=True, timeout=600)
+    p = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
+                 capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))

@@ -7,7 +7,6 @@ MindSpore summary file (from ``tests/ms_fixture_lib.py``).
 """
 
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -18,6 +17,7 @@ from tb_harness import fetch_json, tensorboard_process
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import ms_fixture_lib  # noqa: E402
+import warm  # noqa: E402
 
 NAN_STEP = 14            # one sample of batch 14 (1-based) holds +Inf: the loss is NaN from step 14 on
 EPOCHS = 3
@@ -42,7 +42,7 @@ def health_logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("health_panel") / "logs"
     root.mkdir()
     env = dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1")
-    proc = subprocess.run(
+    proc = warm.run(
         [sys.executable, "-c", TRAIN, str(root), os.path.join(TESTS, "health"), str(NAN_STEP), str(EPOCHS)],
         env=env, capture_output=True, text=True, timeout=600,
     )

@@ -4,7 +4,6 @@ contour + heatmap with the training path and as a WebGL surface; slider, log sca
 Screenshots go to test-artifacts/landscape_*.png."""
 
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +14,7 @@ from tb_harness import tensorboard_process
 from tb_plugin_mindspore.writing import summary
 from tb_plugin_mindspore.landscape import landscape_record
 from tb_plugin_mindspore.writing.writer import SummaryWriter
+import warm
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +32,8 @@ def landscape_server(tmp_path_factory):
     root.mkdir()
     fixtures = ms_fixture_lib.ms_fixtures(tmp_path_factory)
     os.rename(fixtures.copy_run("landscape", root), root / "summary_landscape")
-    proc = subprocess.run([sys.executable, CHILD, str(root.parent / "t.npz"), "graph", "1", str(root / "ours")],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
+    proc = warm.run([sys.executable, CHILD, str(root.parent / "t.npz"), "graph", "1", str(root / "ours")],
+                    capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     # A run whose name is markup: it must appear as text.
     x = np.linspace(-1, 1, 9)

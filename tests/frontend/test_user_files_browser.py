@@ -6,13 +6,13 @@ status of ``--logdir_spec``. Screenshots go to test-artifacts/user_files_*.png."
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from browser_helpers import chart_attrs, open_tab, screenshot, wait_attr, wait_drawn
 from tb_harness import tensorboard_process
+import warm
 
 pytestmark = pytest.mark.slow
 
@@ -129,8 +129,8 @@ def test_logdir_spec_status_says_how_tensorboard_was_started(logdir, page):
 
 def test_the_report_holds_the_table_the_graph_and_the_markers(logdir, tmp_path, browser):
     out = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
+                    capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())

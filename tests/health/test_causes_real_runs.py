@@ -8,7 +8,6 @@ LR (declared), warm-up + cosine, piecewise, BatchNorm, a hand-written loop. Ever
 """
 
 import json
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +20,7 @@ from tb_plugin_mindspore.health import engine, sources  # noqa: E402
 
 import cause_training as ct  # noqa: E402
 import health_training as ht  # noqa: E402
+import warm  # noqa: E402
 
 NAN_STEP = 14
 RUNS = {}
@@ -74,7 +74,7 @@ def test_recording_cost_is_measured_in_cpu_time_beside_busy_processes(logdir):
     """Two busy processes share the CPU while the loop trains: the steps' wall time stretches, the recording's CPU
     time (core/monitor_cpu_ms, one value per core point) and the process's (core/step_cpu_ms) do not, and neither
     an overhead nor a step-time regression is claimed."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    burners = [warm.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         run = _trained(logdir, "loop_beside_load", lambda d: ct.train_loop(d))
     finally:

@@ -4,7 +4,6 @@ written with our own SummaryWriter (fast, no MindSpore)."""
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +14,7 @@ from tb_plugin_mindspore.commands import check as check_cli
 from tb_plugin_mindspore.health import engine
 
 from health_helpers import healthy_arrays, write_event_run
+import warm
 
 
 def _parser():
@@ -177,10 +177,10 @@ def test_layer_vectors_and_intervals_survive_the_round_trip(tmp_path, capsys):
 
 def test_standalone_command_exit_codes(logdir, tmp_path):
     cmd = [sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check"]
-    proc = subprocess.run(cmd + [str(logdir), "--fail-on", "error", "--format", "json"], capture_output=True,
-                          text=True, timeout=120)
+    proc = warm.run(cmd + [str(logdir), "--fail-on", "error", "--format", "json"], capture_output=True,
+                    text=True, timeout=120)
     assert proc.returncode == 1 and json.loads(proc.stdout)["runs"]
-    proc = subprocess.run(cmd + [str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
+    proc = warm.run(cmd + [str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 

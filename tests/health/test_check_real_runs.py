@@ -10,7 +10,6 @@ training: the update ratio is the real parameter change across each optimizer st
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -23,6 +22,7 @@ from tb_plugin_mindspore import metadata  # noqa: E402
 from tb_plugin_mindspore.health import engine, sources  # noqa: E402
 
 import health_training as ht  # noqa: E402
+import warm  # noqa: E402
 
 STEPS = ht.STEPS_PER_EPOCH
 
@@ -283,9 +283,9 @@ def test_summary_collector_ms_files_are_checked(collector_logdir):
     # In its own process, as the command runs. Importing MindSpore (done by this test process) sets
     # PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, which a user's shell does not have: leave it out.
     env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check", str(collector_logdir),
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check", str(collector_logdir),
                            "--format", "json", "--fail-on", "error"], capture_output=True, text=True, timeout=120,
-                          env=env)
+                    env=env)
     assert proc.returncode == 1, proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]
     assert run["run"] == "collector" and run["status"] == "error"

@@ -5,7 +5,6 @@ the series the charts draw (every point, through ``Sources``) rather than Tensor
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.request
@@ -18,6 +17,7 @@ from tb_plugin_mindspore.health import engine, sources
 
 from health_helpers import T0
 from tb_harness import tensorboard_process
+import warm
 
 STEPS = 24_000
 SPIKES = np.arange(1_000, STEPS, 1_150)[:20]          # 20 single-step loss spikes
@@ -94,8 +94,8 @@ def test_panel_check_and_report_agree_on_a_run_longer_than_the_sample(tmp_path):
     assert panel == expected, _diff(panel, expected)
 
     out = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "report", str(logdir), "--out", str(out)],
+                    capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = out.read_text(encoding="utf-8")
     start = html.index('<script type="application/json" id="ms-report-data">') + len(

@@ -5,7 +5,6 @@ output read by this checkout's tab (TensorBoard's own WSGI app, either loader) a
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -15,6 +14,7 @@ sys.path.insert(0, TESTS)
 
 from extras import require_env, run_in_env  # noqa: E402
 from tb_harness import App  # noqa: E402
+import warm  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ def test_health_reads_mindformers_files_and_configuration(app):
 @pytest.mark.slow
 def test_check_says_the_same(mf_output):
     output, _ = mf_output
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(output / "tensorboard"),
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(output / "tensorboard"),
                            "--format", "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run,) = json.loads(proc.stdout)["runs"]

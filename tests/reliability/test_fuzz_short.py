@@ -4,17 +4,17 @@ atheris where it is installed, Hypothesis otherwise): a few thousand executions 
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.slow
 def test_every_reader_survives_fuzzing_short(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fuzz.py"), "--runs", "2000",
+    proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "fuzz.py"), "--runs", "2000",
                            "--max-seconds", "60"], capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = {r["target"]: r for r in result["rows"]}

@@ -6,7 +6,6 @@ and the real command line."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -19,6 +18,7 @@ from tb_harness import App
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
+import warm
 
 LISTING_ROUTES = ("/runs", "/status", "/tags", "/health", "/run_info", "/media", "/landscapes")
 CLI = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
@@ -106,7 +106,7 @@ def test_nested_json_is_isolated_to_its_series(tmp_path, load_fast):
 
 def test_nested_health_events_are_named_by_check(tmp_path):
     root = _nested_logdir(tmp_path / "logs")
-    proc = subprocess.run([CLI, "check", str(root), "--format", "json"], capture_output=True, text=True, timeout=300)
+    proc = warm.run([CLI, "check", str(root), "--format", "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     named = {(w["run"], w.get("tag"), w.get("step")) for w in json.loads(proc.stdout)["warnings"]}
     assert {("nested_health", metadata.HEALTH_EVENT, 9), ("nested_health", metadata.RUN_END, 20),
@@ -127,7 +127,7 @@ def test_malformed_ms_landscape_is_reported_and_not_converted(tmp_path):
         assert len(bad) == 1 and "5 losses for a 3 x 3 grid" in bad[0]["reason"], _warnings(app)
     finally:
         app.close()
-    proc = subprocess.run([CLI, "convert", str(root), "--no-progress"], capture_output=True, text=True, timeout=60)
+    proc = warm.run([CLI, "convert", str(root), "--no-progress"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "1 landscapes" in proc.stdout and "malformed loss landscape 'landscape_[1]'" in proc.stderr
     assert "ms/%s at byte" % hostile.MS_NAME in proc.stderr
@@ -203,8 +203,8 @@ def test_fifo_and_symlink_loops_never_hang_the_commands(tmp_path, command):
     if command == "convert":
         expected = {p for p in expected if p.endswith("_MS")}
     start = time.time()
-    proc = subprocess.run([CLI, command, str(root)] + (["--no-progress"] if command == "convert" else []),
-                          capture_output=True, text=True, timeout=120)
+    proc = warm.run([CLI, command, str(root)] + (["--no-progress"] if command == "convert" else []),
+                    capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert time.time() - start < 60
     for rel in expected:

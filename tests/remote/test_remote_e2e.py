@@ -15,6 +15,7 @@ from conftest import Bucket, use_s3
 from tb_harness import fetch_json, free_port
 from tb_plugin_mindspore.io import fs
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
+import warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "/data/plugin/mindspore"
@@ -30,9 +31,9 @@ def trained(s3_endpoint, tmp_path_factory):
         env = use_s3(mp, s3_endpoint)
         bucket = Bucket(s3_endpoint, env)
         staging = tmp / "staging"
-        proc = subprocess.run([sys.executable, os.path.join(HERE, "remote_training.py"), bucket.url + "/logs/run_a",
+        proc = warm.run([sys.executable, os.path.join(HERE, "remote_training.py"), bucket.url + "/logs/run_a",
                                str(tmp / "ms")], capture_output=True, text=True, timeout=300, cwd=str(tmp),
-                              env=dict(os.environ, GLOG_v="3", TB_MINDSPORE_STAGING=str(staging)))
+                        env=dict(os.environ, GLOG_v="3", TB_MINDSPORE_STAGING=str(staging)))
         assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
         assert not glob.glob(str(staging / "*" / "*")), "staging folder left behind after a complete upload"
         assert not os.path.exists(str(tmp / "s3:")), "a remote logdir was written as a local folder"
@@ -95,9 +96,9 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
     logdir = bucket.url + "/logs"
     port = free_port()
     log = open(str(tmp_path / "tb.log"), "wb")
-    tb = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
+    tb = warm.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
                            "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "1"],
-                          stdout=log, stderr=subprocess.STDOUT)
+                    stdout=log, stderr=subprocess.STDOUT)
     base = "http://127.0.0.1:%d" % port
     try:
         deadline = time.time() + 90
@@ -128,7 +129,7 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
         tb.terminate()
         tb.wait(10)
         log.close()
-    check = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "check", logdir,
+    check = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "check", logdir,
                             "--format", "json"], capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stderr[-2000:]
     report = json.loads(check.stdout)
@@ -141,9 +142,9 @@ def test_convert_reads_s3(trained, tmp_path):
     bucket, data, name = trained
     bucket.put("conv/ms_run/" + name, data)
     out = tmp_path / "converted"
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "convert",
+    proc = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "convert",
                            bucket.url + "/conv", "--out", str(out), "--no-progress"],
-                          capture_output=True, text=True, timeout=120)
+                    capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     acc = EventAccumulator(str(out / "ms_run"), size_guidance={"scalars": 0})
     acc.Reload()

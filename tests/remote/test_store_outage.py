@@ -21,6 +21,7 @@ from conftest import Bucket, use_s3
 from tb_harness import fetch_json, free_port
 from tb_plugin_mindspore.io import fs
 from tb_plugin_mindspore.writing import summary
+import warm
 
 PREFIX = "/data/plugin/mindspore"
 RELOAD_SECS = 3
@@ -76,9 +77,9 @@ def _tensorboard(logdir, log_path, env, *extra):
     """A real ``tensorboard`` subprocess over ``logdir`` (the S3 environment ``env``); yields its base URL."""
     port = free_port()
     log = open(str(log_path), "wb")
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
+    proc = warm.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
                              "--port", str(port), "--host", "127.0.0.1"] + list(extra),
-                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **env))
+                      stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **env))
     base = "http://127.0.0.1:%d" % port
     try:
         _wait(lambda: proc.poll() is not None or _answers(base), 90, "tensorboard to answer")
@@ -176,8 +177,8 @@ def test_bucket_root_logdir_shows_its_run_folders(store, tmp_path):
         status = fetch_json(base + PREFIX + "/status")
         assert status["has_data"], status
         assert any("bucket's root" in w["reason"] for w in status["warnings"]), status["warnings"]
-    doctor = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "doctor", bucket.url,
+    doctor = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "doctor", bucket.url,
                              "--format", "json"], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, **env))
+                      env=dict(os.environ, **env))
     checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["bucket root"]["status"] == "warn" and "folder inside the bucket" in checks["bucket root"]["message"]

@@ -5,7 +5,6 @@ cannot read."""
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -19,6 +18,7 @@ from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.sources import event_logdir, event_provider
 from tb_plugin_mindspore.writing import summary
+import warm
 
 CLI = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
 T0 = 1_700_000_000.0
@@ -148,14 +148,14 @@ def test_undecodable_record_is_skipped_counted_and_named(tmp_path):
     assert "undecodable record" in w["reason"] and "utf-8" in w["reason"].lower()
     assert reader.stats()["skipped"] == 1
 
-    proc = subprocess.run([CLI, "check", str(logs), "--format", "json"], capture_output=True, text=True, timeout=120)
+    proc = warm.run([CLI, "check", str(logs), "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert [r["run"] for r in out["runs"]] == ["bad", "good"]
     assert [(w["file"], w["offset"]) for w in out["warnings"]] == [("bad/" + os.path.basename(path), offset)]
     assert "warning: bad/%s at byte %d: undecodable record" % (os.path.basename(path), offset) in proc.stderr
     assert "Traceback" not in proc.stderr
-    text = subprocess.run([CLI, "check", str(logs)], capture_output=True, text=True, timeout=120).stdout
+    text = warm.run([CLI, "check", str(logs)], capture_output=True, text=True, timeout=120).stdout
     assert "left out (not read):" in text and "undecodable record" in text
 
 

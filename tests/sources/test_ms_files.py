@@ -21,6 +21,7 @@ from tb_plugin_mindspore.io import ms_proto
 from tb_plugin_mindspore.sources.ms_logdir import MsLogdir
 
 import ms_normalize
+import warm
 
 f32 = np.float32
 
@@ -103,6 +104,7 @@ def test_reader_never_imports_mindspore(ms_fixtures):
         "assert not [m for m in sys.modules if m == 'mindspore' or m.startswith('mindspore.')], 'imported'\n"
         "print('ok')\n" % ms_fixtures.root
     )
+    # Started cold on purpose: the warm Python (warm.py) has MindSpore imported already.
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
@@ -123,7 +125,7 @@ def test_reader_works_with_either_protobuf_backend(ms_fixtures, impl):
         "print(api_implementation.Type())\n" % ms_fixtures.root
     )
     env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=impl)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    proc = warm.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == impl
 
@@ -382,7 +384,7 @@ def test_file_written_live_by_summary_record(tmp_path):
     """A real SummaryRecord writes steps 1-3, flushes and waits; we read; it writes 4-6; we read again."""
     go = tmp_path / "go"
     env = dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "ms_make_fixtures.py"), str(tmp_path), "live",
+    proc = warm.Popen([sys.executable, os.path.join(HERE, "ms_make_fixtures.py"), str(tmp_path), "live",
                              str(go)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.time() + 300

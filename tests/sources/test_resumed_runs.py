@@ -4,7 +4,6 @@ checkpoint into the same run folder (a new event file that goes back to an earli
 
 import glob
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +13,7 @@ from dashboard_data import wait_until
 from tb_harness import App
 from tb_plugin_mindspore.io import records
 from tensorboard.compat.proto import event_pb2
+import warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -71,8 +71,8 @@ def resumed(tmp_path_factory):
     root = tmp_path_factory.mktemp("resumed")
     run_dir, ckpt_dir = root / "logs" / "tiny", root / "ckpt"
     for phase in ("first", "resume"):
-        proc = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, TESTS, str(run_dir), str(ckpt_dir), phase],
-                              capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
+        proc = warm.run([sys.executable, "-c", RESUME_SCRIPT, TESTS, str(run_dir), str(ckpt_dir), phase],
+                        capture_output=True, text=True, timeout=300, env=dict(os.environ, GLOG_v="3"))
         assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted(glob.glob(str(run_dir / "*tfevents*")))
     assert len(files) == 2, files

@@ -4,7 +4,6 @@ health rules; the mapping itself on names alone."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "contract"))
 
 import logdirs  # noqa: E402
+import warm  # noqa: E402
 
 
 def test_parts_and_key_folders_fold_by_name_and_tag():
@@ -119,7 +119,7 @@ def test_health_judges_the_training_not_its_folders(app):
 
 
 def _check(logdir, *extra):
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format", "json",
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format", "json",
                            *extra], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
@@ -138,7 +138,7 @@ def test_convert_writes_the_folders_of_one_training_back_as_one_run(folded_logdi
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "convert", folded_logdir, "--out", str(out),
+    proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "convert", folded_logdir, "--out", str(out),
                            "--no-progress", "--fold-event-files"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 run(s) of several folders written as one" in proc.stdout

@@ -3,7 +3,6 @@
 import json
 import logging
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -13,6 +12,7 @@ import pytest
 
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.writing.writer import SummaryWriter
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -168,8 +168,8 @@ def test_write_error_stops_writer_not_the_program(tmp_path):
         print("FAILED", type(w.failed).__name__, w.failed is not None)
         print("STILL RUNNING")
     """)
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    proc = warm.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                    timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "FAILED OSError True" in proc.stdout and "STILL RUNNING" in proc.stdout
     assert "stopped writing" in proc.stderr
@@ -286,8 +286,8 @@ def test_ctrl_c_caught_by_the_program_keeps_recording(tmp_path):
             print("CAUGHT", len(list(records.read_records(open(w.path, "rb").read()))), flush=True)
         w.scalar("core/loss", 2.0, 2)
     """)
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    proc = warm.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                    timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "CAUGHT 2" in proc.stdout       # header and step 1 reached the file before KeyboardInterrupt was raised
     assert [e.step for e in _accumulator(tmp_path).Scalars("core/loss")] == [1, 2]

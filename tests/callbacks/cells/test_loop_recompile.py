@@ -16,7 +16,6 @@ every worker; the memory trials each have a child of their own
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -141,9 +140,10 @@ def compiles_of(stderr):
 
 def run_monitored(tmp_path, entry, mode, steps, debug="none", timeout=300):
     """Runs the child; returns ``(result, compiles_by_step, stderr)``."""
-    proc = subprocess.run([sys.executable, __file__, entry, mode, str(steps), debug, str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path),
-                          env=dict(os.environ, **ENV))
+    import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
+    proc = warm.run([sys.executable, __file__, entry, mode, str(steps), debug, str(tmp_path / "run")],
+                    capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path),
+                    env=dict(os.environ, **ENV))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     return result, compiles_of(proc.stderr), proc.stderr
@@ -152,10 +152,11 @@ def run_monitored(tmp_path, entry, mode, steps, debug="none", timeout=300):
 def run_many(folder, mode, steps, cases, timeout=900):
     """Runs the cases of one mode in one child; writes ``<entry>-<debug>.json`` into ``folder`` for each: its result,
     its stderr (from its marker line to the next) and whether the child's whole stderr mentions recompiling."""
-    proc = subprocess.run([sys.executable, __file__, "many", mode, str(steps),
+    import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
+    proc = warm.run([sys.executable, __file__, "many", mode, str(steps),
                            ",".join("%s:%s" % c for c in cases), str(folder / "runs")],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(folder),
-                          env=dict(os.environ, **ENV))
+                    capture_output=True, text=True, timeout=timeout, cwd=str(folder),
+                    env=dict(os.environ, **ENV))
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"times"')]
     chunks = proc.stderr.split(RUN_MARKER)[1:]

@@ -3,7 +3,6 @@ the collect interval, and a monitored step small enough for MindSpore to run on 
 
 import math
 import os
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor  # noqa: E40
 from tb_mindspore_callbacks.cells.train_cell import STEP_RING_ROWS  # noqa: E402
 
 from cb_helpers import LossWithBump, classification_data, dense_net, read_run, set_mode, train_in_sinks  # noqa: E402
+import warm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -123,7 +123,7 @@ print("MONITORED", kernels(seen))
 
 def _step_kernels(tmp_path):
     """``{"BARE": n, "MONITORED": n}``: kernels of the 0.1M model's training step graph, bare and monitored."""
-    out = subprocess.run([sys.executable, "-c", KERNELS, os.path.join(HERE, os.pardir, os.pardir, os.pardir, "bench"),
+    out = warm.run([sys.executable, "-c", KERNELS, os.path.join(HERE, os.pardir, os.pardir, os.pardir, "bench"),
                           str(tmp_path / "graphs")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return {k: int(v) for k, v in (l.split() for l in out.stdout.splitlines() if l.startswith(("BARE ", "MONITORED ")))}

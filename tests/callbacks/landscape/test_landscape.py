@@ -5,7 +5,6 @@ for bit, in a fresh process per run), and Ctrl-C keeping what is finished."""
 import json
 import os
 import signal
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +20,7 @@ from tb_mindspore_callbacks import (  # noqa: E402
     landscape_from_checkpoint,
 )
 from tb_mindspore_callbacks.landscape import EvalData  # noqa: E402
+import warm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUIET = {"log": None, "progress": False}
@@ -225,9 +225,9 @@ def test_interrupt_keeps_the_finished_rows_and_restores_everything(tmp_path):
 def test_ctrl_c_during_a_graph_call_stops_cleanly(tmp_path):
     """A real SIGINT while the compiled graph runs (MindSpore turns it into SIGTERM for the process)."""
     out = tmp_path / "out.npz"
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), "graph", "sigint",
+    proc = warm.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), "graph", "sigint",
                            str(tmp_path / "logs")], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, GLOG_v="3"))
+                    env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "INTERRUPTED" in proc.stdout and "RESTORED" in proc.stdout and "SIGINT handler: True" in proc.stdout
     rec = read_landscapes(tmp_path / "logs")["landscape/random"][0][1]
@@ -239,9 +239,9 @@ def test_ctrl_c_during_a_graph_call_stops_cleanly(tmp_path):
 
 def _child(tmp_path, name, mode, with_landscape):
     out = tmp_path / ("%s.npz" % name)
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), mode,
+    proc = warm.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), mode,
                            with_landscape, str(tmp_path / ("logs_" + name))], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, GLOG_v="3"))
+                    timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return np.load(out)
 

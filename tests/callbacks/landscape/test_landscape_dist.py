@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+import warm
 
 pytest.importorskip("mindspore")
 
@@ -53,8 +54,8 @@ def run_msrun(tmp_path, workers, grid, *extra, timeout=240, env=None):
 
 def single_process(tmp_path, grid):
     logdir = tmp_path / "single"
-    proc = subprocess.run([sys.executable, CHILD, str(logdir), str(tmp_path / "share1"), str(grid)],
-                          capture_output=True, text=True, timeout=240, env=dict(os.environ, GLOG_v="3"))
+    proc = warm.run([sys.executable, CHILD, str(logdir), str(tmp_path / "share1"), str(grid)],
+                    capture_output=True, text=True, timeout=240, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     return read_landscape(logdir)[1]
 

@@ -17,6 +17,7 @@ from tb_mindspore_callbacks.cells.layers import LayerSelection  # noqa: E402
 
 from cb_helpers import (LossWithBump, classification_data, dense_net, last_step_row, read_run,  # noqa: E402
                         run_info, set_mode)
+import warm  # noqa: E402
 
 CE = dict(sparse=True, reduction="mean")
 
@@ -555,9 +556,9 @@ def test_no_deprecation_warnings_from_our_code(tmp_path):
     import sys
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/callbacks: cb_helpers
-    proc = subprocess.run([sys.executable, "-W", "always::DeprecationWarning", "-W", "always::FutureWarning",
+    proc = warm.run([sys.executable, "-W", "always::DeprecationWarning", "-W", "always::FutureWarning",
                            "-c", _DEPRECATION_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=here))
+                    cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=here))
     assert proc.returncode == 0 and "END" in proc.stdout, proc.stderr[-3000:]
     lines = proc.stderr.splitlines()
     ours = [line for line in lines if ("Warning:" in line or "deprecated" in line.lower())
