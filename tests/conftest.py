@@ -94,7 +94,7 @@ def monitored_run(tmp_path_factory):
                 "train_tiny; train_tiny(sys.argv[2], epochs=2, lr=0.05, collect_freq=4, "
                 "hparams=dict(MONITORED_HPARAMS))")
         proc = warm.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
-                               str(root / "monitored")], capture_output=True, text=True, timeout=300,
+                         str(root / "monitored")], capture_output=True, text=True, timeout=300,
                         env=dict(os.environ, GLOG_v="3"))
         assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -152,7 +152,7 @@ def _run_demo(root):
 
     bin_ = os.path.join(os.path.dirname(sys.executable), "tb-mindspore")
     p = warm.Popen([bin_, "demo", "--steps", str(DEMO_TEST_STEPS), "--port", str(free_port()), "--logdir",
-                          str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watchdog = threading.Timer(1500, p.kill)       # a demo or a server that hangs fails the tests instead
     watchdog.start()
     try:

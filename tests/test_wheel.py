@@ -1,6 +1,7 @@
 """The built wheel, installed in a fresh virtual environment without MindSpore, gives a working tab."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -14,10 +15,25 @@ from tb_harness import fetch_json, free_port
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def source_copy(dest):
+    """The checkout's tracked files (what a clone holds), its installed frontend dependencies linked in. The wheel is
+    built there, not in the checkout: building it builds the frontend, which first empties the tree's
+    ``tb_plugin_mindspore/static/``, and the tests running beside this one read the checkout's bundle (a report
+    made in that moment failed with "the frontend bundle is not built")."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        target = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, name), target)
+    os.symlink(os.path.join(REPO, "frontend", "node_modules"), os.path.join(dest, "frontend", "node_modules"))
+    return dest
+
+
 @pytest.mark.slow
 def test_wheel_in_fresh_venv(tmp_path, recorded_logdir):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), REPO],
+    source = source_copy(str(tmp_path / "source"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), source],
                    check=True, timeout=600)
     (wheel,) = dist.glob("tb_plugin_mindspore-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

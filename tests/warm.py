@@ -16,6 +16,7 @@ import atexit
 import json
 import os
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -29,9 +30,14 @@ CONSOLE_SCRIPTS = ("tensorboard", "tb-mindspore")
 # Environment variables read when a library loads or Python starts: a child that changes one starts cold.
 COLD_PREFIXES = ("MS_", "GLOG_", "PYTHON", "PROTOCOL_BUFFERS", "OMP_", "OPENBLAS", "MKL_", "KMP_", "LD_", "MALLOC", "CUDA", "ASCEND",
                  "HCCL", "DEVICE_", "RANK_TABLE")
+# Read when TensorBoard's modules load (its S3 file system takes the endpoint then) and set by tests: a child
+# whose value differs from this process's at its start starts cold.
+FRESH_PREFIXES = ("S3_", "AWS_")
+_START_ENV = dict(os.environ)
 HEADER = struct.Struct("!Q")
 _IGNORED_ENV = ("PYTEST_CURRENT_TEST",)
 _zygotes = {}
+_asked = {}
 _lock = threading.Lock()
 
 
@@ -69,10 +75,14 @@ def _cold_settings(env):
 
 def _zygote_for(env):
     """The warm Python started with the same import-time settings as ``env`` (one per set of them: the suite's
-    children use three, GLOG_v=3 mostly)."""
+    children use a few, GLOG_v=3 mostly), or None: the first child of each set starts cold, as starting a warm Python
+    costs about what it saves a child."""
     key = _cold_settings(env)
     with _lock:
         zygote = _zygotes.get(key)
+        _asked[key] = _asked.get(key, 0) + 1
+        if zygote is None and _asked[key] < 2:
+            return None
         if zygote is None or not zygote.alive():
             base = {k: v for k, v in os.environ.items() if not k.startswith(COLD_PREFIXES) or k == "PYTHONPATH"}
             zygote = _zygotes[key] = _Zygote(dict(base, **dict(key)))
@@ -103,6 +113,13 @@ def _command(args):
     return "script", rest[0], rest[1:], unbuffered
 
 
+def _ignored(signum):
+    try:
+        return signal.getsignal(signum) == signal.SIG_IGN
+    except (ValueError, OSError):
+        return False
+
+
 _UNSUPPORTED = ("executable", "preexec_fn", "pass_fds", "user", "group", "extra_groups", "umask", "startupinfo",
                 "creationflags", "process_group")
 
@@ -123,7 +140,9 @@ class _WarmPopen(subprocess.Popen):
         kind, target, rest_args, unbuffered, zygote, child_env = self._warm
         request = {"kind": kind, "target": target, "args": rest_args, "unbuffered": unbuffered,
                    "cwd": os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd(),
-                   "env": child_env, "new_session": bool(start_new_session)}
+                   "env": child_env, "new_session": bool(start_new_session),
+                   # what a program started from here inherits: the signals this process ignores
+                   "ignored": [int(n) for n in signal.valid_signals() if _ignored(n)]}
         fds = [p2cread if p2cread != -1 else 0, c2pwrite if c2pwrite != -1 else 1,
                errwrite if errwrite != -1 else 2]
         body = json.dumps(request).encode()
@@ -186,7 +205,12 @@ def Popen(args, **kwargs):
             or kwargs.get("close_fds") is False:
         return subprocess.Popen(args, **kwargs)
     child_env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
-    return _WarmPopen(args, command + (_zygote_for(child_env), child_env), **kwargs)
+    fresh = any(child_env.get(k) != _START_ENV.get(k) for k in set(child_env) | set(_START_ENV)
+                if k.startswith(FRESH_PREFIXES))
+    zygote = None if fresh else _zygote_for(child_env)
+    if zygote is None:
+        return subprocess.Popen(args, **kwargs)
+    return _WarmPopen(args, command + (zygote, child_env), **kwargs)
 
 
 def run(args, *, input=None, capture_output=False, timeout=None, check=False, **kwargs):

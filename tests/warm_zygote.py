@@ -118,6 +118,27 @@ def stdio(fd, writing, unbuffered, line_buffering):
                             line_buffering=line_buffering or unbuffered, write_through=unbuffered)
 
 
+def signals(ignored):
+    """What a program started by the sender finds: the signals the sender ignores stay ignored, every other
+    disposition back to its default; then what Python sets at start-up (SIGINT raises KeyboardInterrupt unless
+    ignored, SIGPIPE and SIGXFSZ ignored)."""
+    import signal
+
+    for signum in signal.valid_signals():
+        if signum in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        if signum in ignored or signum in (signal.SIGPIPE, signal.SIGXFSZ):
+            how = signal.SIG_IGN
+        elif signum == signal.SIGINT:
+            how = signal.default_int_handler
+        else:
+            how = signal.SIG_DFL
+        try:
+            signal.signal(signum, how)
+        except (OSError, ValueError):
+            pass
+
+
 def become(request, fds, imported_env):
     """Child side: takes over the descriptors, folder, environment and arguments of the command."""
     for target, fd in enumerate(fds):
@@ -127,6 +148,7 @@ def become(request, fds, imported_env):
             os.close(fd)
     if request.get("new_session"):
         os.setsid()
+    signals(set(request["ignored"]))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

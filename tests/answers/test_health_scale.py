@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.slow
 def test_bench_health_scale_short_form(tmp_path):
     proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "health_scale.py"), "--ranks", "64",
-                           "--steps", "2000", "--append", "200", "--repeat", "2", "--dir", str(tmp_path)],
+                     "--steps", "2000", "--append", "200", "--repeat", "2", "--dir", str(tmp_path)],
                     capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(proc.stdout.strip().splitlines()[-1])

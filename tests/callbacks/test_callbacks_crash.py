@@ -89,7 +89,7 @@ def test_signal_handlers_chain_to_previous_ones(tmp_path):
 def test_kill9_loses_at_most_the_flush_interval(tmp_path):
     logdir = tmp_path / "run"
     proc = warm.Popen([sys.executable, CHILD, "kill9", str(logdir), "2000"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, cwd=str(tmp_path))
+                      stderr=subprocess.DEVNULL, text=True, cwd=str(tmp_path))
     seen = []
     try:
         deadline = time.time() + 90

@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.slow
 def test_overhead_bench_quick_produces_ratios_per_mode_and_entry(tmp_path):
     proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "overhead.py"), "--quick",
-                           "--out", str(tmp_path / "runs")],
+                     "--out", str(tmp_path / "runs")],
                     capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -110,7 +110,7 @@ def test_grad_norms_bench_times_every_plan_with_exact_sums(tmp_path):
     the one before it and the all-packed one give every parameter's sum of squares within 1e-5 of float64 on the
     1M MLP, each timed, ending in JSON (no timing asserted)."""
     proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "grad_norms.py"), "--sizes", "1m",
-                           "--calls", "1", "--rounds", "2"], capture_output=True, text=True, timeout=300,
+                     "--calls", "1", "--rounds", "2"], capture_output=True, text=True, timeout=300,
                     cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

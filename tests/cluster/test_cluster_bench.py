@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.slow
 def test_bench_cluster_short_form():
     proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "cluster.py"), "--ranks", "64", "--steps",
-                           "500", "--repeat", "2", "--browser"], capture_output=True, text=True, timeout=300)
+                     "500", "--repeat", "2", "--browser"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert figures["rules"]["slow_rank"]["findings"][0].startswith("Rank 7 (node node0) is 12% slower")

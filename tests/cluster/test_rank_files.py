@@ -132,7 +132,7 @@ def test_a_second_process_never_interleaves_a_rank_file(tmp_path):
     2,400 rows for 1,200 steps, steps out of order, mixed in the view)."""
     done = tmp_path / "second_done"
     first = warm.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "0", str(done)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                       stderr=subprocess.PIPE, text=True)
     path = tmp_path / "cluster" / "rank0.tbmsrank"
     deadline = time.time() + 60
     while not (path.exists() and path.stat().st_size > 200) and time.time() < deadline:

@@ -40,7 +40,7 @@ _TINY_DEMO_CHILD = ("import sys; from tb_mindspore_callbacks import demo; demo.D
 
 def _demo(logdir, steps, **kw):
     return warm.Popen([sys.executable, "-c", _TINY_DEMO_CHILD, "demo", "--steps", str(steps), "--no-serve",
-                             "--logdir", str(logdir)],
+                       "--logdir", str(logdir)],
                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 

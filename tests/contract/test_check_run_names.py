@@ -14,7 +14,7 @@ import warm
 
 def _check_json(logdir):
     proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format",
-                           "json"], capture_output=True, text=True, timeout=300)
+                     "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 

@@ -284,7 +284,7 @@ def test_summary_collector_ms_files_are_checked(collector_logdir):
     # PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, which a user's shell does not have: leave it out.
     env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
     proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check", str(collector_logdir),
-                           "--format", "json", "--fail-on", "error"], capture_output=True, text=True, timeout=120,
+                     "--format", "json", "--fail-on", "error"], capture_output=True, text=True, timeout=120,
                     env=env)
     assert proc.returncode == 1, proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]

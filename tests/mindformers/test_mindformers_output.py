@@ -114,7 +114,7 @@ def test_health_reads_mindformers_files_and_configuration(app):
 def test_check_says_the_same(mf_output):
     output, _ = mf_output
     proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(output / "tensorboard"),
-                           "--format", "json"], capture_output=True, text=True, timeout=300)
+                     "--format", "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run,) = json.loads(proc.stdout)["runs"]
     assert run["run"] == "rank_0"

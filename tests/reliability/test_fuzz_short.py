@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.slow
 def test_every_reader_survives_fuzzing_short(tmp_path):
     proc = warm.run([sys.executable, os.path.join(ROOT, "bench", "fuzz.py"), "--runs", "2000",
-                           "--max-seconds", "60"], capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+                     "--max-seconds", "60"], capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = {r["target"]: r for r in result["rows"]}
     assert set(rows) == {"records", "events", "ms_events", "lineage", "rank_file", "json"}

@@ -32,7 +32,7 @@ def trained(s3_endpoint, tmp_path_factory):
         bucket = Bucket(s3_endpoint, env)
         staging = tmp / "staging"
         proc = warm.run([sys.executable, os.path.join(HERE, "remote_training.py"), bucket.url + "/logs/run_a",
-                               str(tmp / "ms")], capture_output=True, text=True, timeout=300, cwd=str(tmp),
+                         str(tmp / "ms")], capture_output=True, text=True, timeout=300, cwd=str(tmp),
                         env=dict(os.environ, GLOG_v="3", TB_MINDSPORE_STAGING=str(staging)))
         assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
         assert not glob.glob(str(staging / "*" / "*")), "staging folder left behind after a complete upload"
@@ -97,7 +97,7 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
     port = free_port()
     log = open(str(tmp_path / "tb.log"), "wb")
     tb = warm.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
-                           "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "1"],
+                     "--port", str(port), "--host", "127.0.0.1", "--reload_interval", "1"],
                     stdout=log, stderr=subprocess.STDOUT)
     base = "http://127.0.0.1:%d" % port
     try:
@@ -130,7 +130,7 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
         tb.wait(10)
         log.close()
     check = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "check", logdir,
-                            "--format", "json"], capture_output=True, text=True, timeout=120)
+                      "--format", "json"], capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stderr[-2000:]
     report = json.loads(check.stdout)
     assert {"run_a", "ms_run"} <= {r["run"] for r in report["runs"]}
@@ -143,7 +143,7 @@ def test_convert_reads_s3(trained, tmp_path):
     bucket.put("conv/ms_run/" + name, data)
     out = tmp_path / "converted"
     proc = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "convert",
-                           bucket.url + "/conv", "--out", str(out), "--no-progress"],
+                     bucket.url + "/conv", "--out", str(out), "--no-progress"],
                     capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     acc = EventAccumulator(str(out / "ms_run"), size_guidance={"scalars": 0})

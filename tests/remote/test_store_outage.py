@@ -78,7 +78,7 @@ def _tensorboard(logdir, log_path, env, *extra):
     port = free_port()
     log = open(str(log_path), "wb")
     proc = warm.Popen([os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir,
-                             "--port", str(port), "--host", "127.0.0.1"] + list(extra),
+                       "--port", str(port), "--host", "127.0.0.1"] + list(extra),
                       stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **env))
     base = "http://127.0.0.1:%d" % port
     try:
@@ -178,7 +178,7 @@ def test_bucket_root_logdir_shows_its_run_folders(store, tmp_path):
         assert status["has_data"], status
         assert any("bucket's root" in w["reason"] for w in status["warnings"]), status["warnings"]
     doctor = warm.run([os.path.join(os.path.dirname(sys.executable), "tb-mindspore"), "doctor", bucket.url,
-                             "--format", "json"], capture_output=True, text=True, timeout=300,
+                       "--format", "json"], capture_output=True, text=True, timeout=300,
                       env=dict(os.environ, **env))
     checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["bucket root"]["status"] == "warn" and "folder inside the bucket" in checks["bucket root"]["message"]

@@ -119,7 +119,8 @@ def test_a_real_tensorboard_process_with_logdir_spec(spec):
         deadline = time.time() + 60
         while True:
             runs = fetch_json(base + PREFIX + "/runs")["runs"]
-            if {"exp1/collector", "exp2/clustered", "exp1/events_only"} <= set(runs) or time.time() > deadline:
+            if {"exp1/collector", "exp2/clustered", "exp1/events_only", "exp2/land"} <= set(runs) \
+                    or time.time() > deadline:
                 break
             time.sleep(0.5)
         assert {"exp1/collector", "exp2/clustered", "exp1/events_only", "exp2/land"} <= set(runs)

@@ -385,7 +385,7 @@ def test_file_written_live_by_summary_record(tmp_path):
     go = tmp_path / "go"
     env = dict(os.environ, GLOG_v="3", OMP_NUM_THREADS="1")
     proc = warm.Popen([sys.executable, os.path.join(HERE, "ms_make_fixtures.py"), str(tmp_path), "live",
-                             str(go)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                       str(go)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.time() + 300
         while not (tmp_path / "phase1").exists():

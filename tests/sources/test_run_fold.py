@@ -120,7 +120,7 @@ def test_health_judges_the_training_not_its_folders(app):
 
 def _check(logdir, *extra):
     proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "check", str(logdir), "--format", "json",
-                           *extra], capture_output=True, text=True, timeout=300)
+                     *extra], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
@@ -139,7 +139,7 @@ def test_convert_writes_the_folders_of_one_training_back_as_one_run(folded_logdi
 
     out = tmp_path / "out"
     proc = warm.run([sys.executable, "-m", "tb_plugin_mindspore.cli", "convert", folded_logdir, "--out", str(out),
-                           "--no-progress", "--fold-event-files"], capture_output=True, text=True, timeout=300)
+                     "--no-progress", "--fold-event-files"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 run(s) of several folders written as one" in proc.stdout
     assert sorted(p for p in os.listdir(out) if not p.startswith(".")) == ["mf", "msrot", "rot"]

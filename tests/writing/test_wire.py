@@ -4,6 +4,7 @@
 import json
 import math
 import os
+import subprocess
 import sys
 import textwrap
 
@@ -13,7 +14,6 @@ from tb_plugin_mindspore import contract, metadata
 from tb_plugin_mindspore.io import records
 from tb_plugin_mindspore.writing import summary, wire
 from tb_plugin_mindspore.writing.writer import SummaryWriter
-import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -64,8 +64,8 @@ CHECK = textwrap.dedent("""
 def _check(implementation):
     env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=implementation)
     code = CHECK % {"here": os.path.dirname(os.path.abspath(__file__))}
-    out = warm.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
-                   timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

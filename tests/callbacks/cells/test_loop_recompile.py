@@ -154,7 +154,7 @@ def run_many(folder, mode, steps, cases, timeout=900):
     its stderr (from its marker line to the next) and whether the child's whole stderr mentions recompiling."""
     import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
     proc = warm.run([sys.executable, __file__, "many", mode, str(steps),
-                           ",".join("%s:%s" % c for c in cases), str(folder / "runs")],
+                     ",".join("%s:%s" % c for c in cases), str(folder / "runs")],
                     capture_output=True, text=True, timeout=timeout, cwd=str(folder),
                     env=dict(os.environ, **ENV))
     assert proc.returncode == 0, proc.stderr[-3000:]

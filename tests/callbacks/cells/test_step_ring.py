@@ -124,7 +124,7 @@ print("MONITORED", kernels(seen))
 def _step_kernels(tmp_path):
     """``{"BARE": n, "MONITORED": n}``: kernels of the 0.1M model's training step graph, bare and monitored."""
     out = warm.run([sys.executable, "-c", KERNELS, os.path.join(HERE, os.pardir, os.pardir, os.pardir, "bench"),
-                          str(tmp_path / "graphs")], capture_output=True, text=True, timeout=600)
+                    str(tmp_path / "graphs")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return {k: int(v) for k, v in (l.split() for l in out.stdout.splitlines() if l.startswith(("BARE ", "MONITORED ")))}
 

@@ -226,7 +226,7 @@ def test_ctrl_c_during_a_graph_call_stops_cleanly(tmp_path):
     """A real SIGINT while the compiled graph runs (MindSpore turns it into SIGTERM for the process)."""
     out = tmp_path / "out.npz"
     proc = warm.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), "graph", "sigint",
-                           str(tmp_path / "logs")], capture_output=True, text=True, timeout=300,
+                     str(tmp_path / "logs")], capture_output=True, text=True, timeout=300,
                     env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "INTERRUPTED" in proc.stdout and "RESTORED" in proc.stdout and "SIGINT handler: True" in proc.stdout
@@ -240,7 +240,7 @@ def test_ctrl_c_during_a_graph_call_stops_cleanly(tmp_path):
 def _child(tmp_path, name, mode, with_landscape):
     out = tmp_path / ("%s.npz" % name)
     proc = warm.run([sys.executable, os.path.join(HERE, "landscape_child.py"), str(out), mode,
-                           with_landscape, str(tmp_path / ("logs_" + name))], capture_output=True, text=True,
+                     with_landscape, str(tmp_path / ("logs_" + name))], capture_output=True, text=True,
                     timeout=300, env=dict(os.environ, GLOG_v="3"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return np.load(out)

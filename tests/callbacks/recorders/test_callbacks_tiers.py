@@ -557,7 +557,7 @@ def test_no_deprecation_warnings_from_our_code(tmp_path):
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/callbacks: cb_helpers
     proc = warm.run([sys.executable, "-W", "always::DeprecationWarning", "-W", "always::FutureWarning",
-                           "-c", _DEPRECATION_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                     "-c", _DEPRECATION_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=300,
                     cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=here))
     assert proc.returncode == 0 and "END" in proc.stdout, proc.stderr[-3000:]
     lines = proc.stderr.splitlines()
