@@ -9,7 +9,8 @@ The environment variables read when Python starts or a library loads (``MS_*``, 
 and allocator settings) are the warm Python's own: there is one warm Python per set of them (``PYTHONPATH`` is
 applied in the child). Anything else runs as a plain subprocess: other programs or Pythons, Python options other
 than ``-u``, settings a fresh start would need (``preexec_fn``, ``pass_fds``, users, groups, ``umask``). So does
-every command of a test that checks what a fresh start imports (it calls ``subprocess``).
+every command of a test that checks what a fresh start imports (it calls ``subprocess``), and every command where
+``TB_MINDSPORE_TEST_COLD=1`` (to tell whether a failure is the warm start's).
 """
 
 import atexit
@@ -201,7 +202,7 @@ class _WarmPopen(subprocess.Popen):
 def Popen(args, **kwargs):
     """subprocess.Popen(args, **kwargs), forked warm where it can be (see the module's docstring)."""
     command = _command(args)
-    if command is None or kwargs.get("shell") or any(kwargs.get(k) for k in _UNSUPPORTED) \
+    if command is None or os.environ.get("TB_MINDSPORE_TEST_COLD") == "1" or kwargs.get("shell") or any(kwargs.get(k) for k in _UNSUPPORTED) \
             or kwargs.get("close_fds") is False:
         return subprocess.Popen(args, **kwargs)
     child_env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])

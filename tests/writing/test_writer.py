@@ -276,7 +276,8 @@ def test_ctrl_c_caught_by_the_program_keeps_recording(tmp_path):
     script = textwrap.dedent("""
         import os, signal, sys
         from tb_plugin_mindspore.writing.writer import SummaryWriter, install_signal_handlers
-        w = SummaryWriter(sys.argv[1], flush_secs=60)
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # as started from a terminal (a shell's
+        w = SummaryWriter(sys.argv[1], flush_secs=60)                # background job inherits SIGINT ignored)
         install_signal_handlers()
         w.scalar("core/loss", 1.0, 1)
         try:
