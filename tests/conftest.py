@@ -173,9 +173,10 @@ def _run_demo(root):
     return out
 
 
-# CPU time per test and per fixture above function scope (this process and the children it waited for), written as
-# JSON lines to the file named by TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run needs, since wall
-# times depend on the load. A plugin object, not conftest hooks: a conftest's hooks do not see session fixtures.
+# CPU time per test and per fixture above function scope (this process and the children it waited for, warm ones
+# included), written as JSON lines to the file named by TB_MINDSPORE_TEST_CPU: what planning the suite's parallel run
+# needs, since wall times depend on the load. A plugin object, not conftest hooks: a conftest's hooks do not see
+# session fixtures.
 class _CpuLog:
     def __init__(self, path):
         self.path = path
@@ -185,7 +186,7 @@ class _CpuLog:
         import resource
 
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+        return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime + warm.children_cpu()
 
     def _write(self, row, wall, own, kids):
         import json

@@ -1,8 +1,8 @@
 """The warm Python behind ``warm.py``: imports MindSpore, TensorBoard and this project once, then forks a child per
 command it is sent over a Unix socket and runs the command in it as ``python`` would (``-c``, ``-m`` or a script,
 with the sender's stdin, stdout, stderr, working folder and environment), ending by Python's normal exit (atexit
-handlers, non-daemon threads joined). It reports each child's pid and, once reaped, its exit code; it ends when its
-stdin closes (the test process that started it has gone).
+handlers, non-daemon threads joined). It reports each child's pid and, once reaped, its exit code and CPU time; it
+ends when its stdin closes (the test process that started it has gone).
 
 Run: python warm_zygote.py SOCKET_PATH    (prints "ready" once it listens)
 """
@@ -95,7 +95,7 @@ def serve(path):
                 by_pid[pid] = r
         while by_pid:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
@@ -103,7 +103,8 @@ def serve(path):
             conn = by_pid.pop(pid, None)
             if conn is not None:
                 try:
-                    conn.sendall(b'{"rc": %d}\n' % os.waitstatus_to_exitcode(status))
+                    conn.sendall(b'{"rc": %d, "cpu": %.3f}\n' % (os.waitstatus_to_exitcode(status),
+                                                                  usage.ru_utime + usage.ru_stime))
                 except OSError:
                     pass
                 conn.close()

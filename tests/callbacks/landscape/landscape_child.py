@@ -26,6 +26,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))   # the repository root
 
 def main():
     out, mode, with_landscape, logdir = sys.argv[1:5]
+    # Python's own SIGINT handler, as in a program started from a terminal: a test process started in the background
+    # by a shell ignores SIGINT and its children inherit that (the interrupt then never came: "NOT INTERRUPTED").
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(3)
     np.random.seed(3)
