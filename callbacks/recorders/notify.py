@@ -238,6 +238,8 @@ class Notifier:
                 except Exception:       # nothing from here may end the thread
                     dest.failed += 1
             self.queue.task_done()
+            if self._closed and self.queue.empty():
+                return      # closed while the queue was full: no end marker fitted in, the thread ends here
 
     def _send(self, dest, event):
         url, body = payload(dest, event, self.run)

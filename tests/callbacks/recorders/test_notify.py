@@ -98,6 +98,18 @@ def refused_url():
     return "http://127.0.0.1:%d/hook" % port
 
 
+@pytest.fixture(autouse=True)
+def no_sender_left():
+    """Waits, after each test and its servers, for the senders' threads to end: one still retrying a closed server
+    warned "could not post" seconds later into the log of the next test in this process (a test that asserts that
+    its training warned of nothing failed on it)."""
+    yield
+    deadline = time.time() + 30
+    for thread in threading.enumerate():
+        if thread.name == "tb-mindspore-notify":
+            thread.join(max(0.0, deadline - time.time()))
+
+
 @pytest.fixture
 def servers():
     ok, hang = Answering(), Hanging()
@@ -203,7 +215,7 @@ def test_answering_hanging_and_refusing_servers(servers, caplog):
 
 def test_close_waits_at_most_its_grace_for_a_hanging_server(servers):
     _, hang, _ = servers
-    notifier = Notifier(parse_notify([{"url": hang.url, "timeout": 5, "retries": 3}]))
+    notifier = Notifier(parse_notify([{"url": hang.url, "timeout": 5, "retries": 3}]), backoff_s=0.05)
     notifier.post(EVENT)
     started = time.perf_counter()
     notifier.close(grace_s=0.5)
@@ -212,12 +224,15 @@ def test_close_waits_at_most_its_grace_for_a_hanging_server(servers):
 
 def test_a_full_queue_drops_instead_of_blocking(servers):
     _, hang, _ = servers
-    notifier = Notifier(parse_notify([{"url": hang.url, "timeout": 5}]), max_queue=2)
+    notifier = Notifier(parse_notify([{"url": hang.url, "timeout": 5}]), max_queue=2, backoff_s=0.05)
     started = time.perf_counter()
     for i in range(50):
         notifier.post(dict(EVENT, step=i))
     assert time.perf_counter() - started < 0.1 and notifier.dropped >= 47
     notifier.close(grace_s=0)
+    hang.close()        # the queued posts now fail at once: the thread sends them and ends
+    notifier._thread.join(10)
+    assert not notifier._thread.is_alive()       # no end marker fitted in the full queue: it ended all the same
 
 
 def test_a_4xx_answer_is_not_retried(servers):
