@@ -84,6 +84,7 @@ def _listing(app, expect_runs=("landscape", "converted", "ours", "partial")):
         time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_listing_names_every_landscape_of_both_sources(app):
     runs = _listing(app)["runs"]
     assert "plain" not in runs

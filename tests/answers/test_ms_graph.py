@@ -38,6 +38,7 @@ def _reader(root):
     return logdir
 
 
+@pytest.mark.slow
 def test_the_recorded_graph_has_the_cells_operators_and_shapes(graph_logdir):
     root, expected = graph_logdir
     graph = _reader(root).graph("graph")

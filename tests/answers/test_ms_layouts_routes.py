@@ -33,6 +33,7 @@ def app(request, logdir):
     a.close()
 
 
+@pytest.mark.slow
 def test_rerun_and_resume_read_as_one_history(app, ms_layouts):
     body = app.plugin("/scalars", run="rerun", tag="loss")
     assert [(p[0], p[2]) for p in body["points"]] == [(s, pytest.approx(v)) for s, v in

@@ -104,6 +104,7 @@ def _check_collector_hparams(hp, ms_fixtures):
     assert hp["train_dataset_size"] == train["train_dataset_size"] and hp["network"] == train["network"]
 
 
+@pytest.mark.slow
 def test_lineage_file_becomes_hyperparameters(app, ms_fixtures):
     body = app.plugin("/run_info", run="collector")
     assert body["run"] == "collector" and body["sources"] == ["lineage_file"] and body["run_info"] is None

@@ -58,6 +58,7 @@ def same_number(x, y):
     return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-9)
 
 
+@pytest.mark.slow
 def test_batch_equals_single_routes(app):
     body = app.plugin("/scalars_batch", run=["a", "b", "nope"], tag=TAGS)
     got = {(s["run"], s["tag"]): s for s in body["series"]}

@@ -36,6 +36,7 @@ def interval_at(tensors, tag, step):
 
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sink", [False, True], ids=["nosink", "sink"])
+@pytest.mark.slow
 def test_model_train_writes_core_tags_at_right_steps(tmp_path, mode, sink):
     steps = 22
     net = dense_net()
@@ -72,6 +73,7 @@ def test_model_train_writes_core_tags_at_right_steps(tmp_path, mode, sink):
     assert monitor.errors == 0 and monitor.writer is None  # closed at train end
 
 
+@pytest.mark.slow
 def test_tbparse_reads_the_scalars(tmp_path):
     from tbparse import SummaryReader
 
@@ -166,6 +168,7 @@ LR_CASES = {
 
 @pytest.mark.parametrize("wrapped", [True, False], ids=["cell", "nocell"])
 @pytest.mark.parametrize("case", sorted(LR_CASES))
+@pytest.mark.slow
 def test_learning_rate_matches_schedule_every_step(tmp_path, case, wrapped):
     set_mode("graph")
     make_opt, expected = LR_CASES[case]
@@ -195,6 +198,7 @@ BUMPS[14] = float("inf")   # step 15
 
 
 @pytest.mark.parametrize("wrapped", [True, False], ids=["cell", "nocell"])
+@pytest.mark.slow
 def test_spike_and_nan_between_points_survive_in_interval(tmp_path, mode, wrapped):
     net = dense_net()
     opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
@@ -220,6 +224,7 @@ def test_spike_and_nan_between_points_survive_in_interval(tmp_path, mode, wrappe
         assert gn["nonfinite"] == 0 and gn["count"] == 10
 
 
+@pytest.mark.slow
 def test_nan_loss_recorded_as_nan_not_raised(tmp_path):
     set_mode("graph")
     net = dense_net()
@@ -237,6 +242,7 @@ def test_nan_loss_recorded_as_nan_not_raised(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_without_cell_loss_and_lr_recorded_and_one_warning(tmp_path, caplog):
     set_mode("graph")
     net = dense_net()
@@ -256,6 +262,7 @@ def test_without_cell_loss_and_lr_recorded_and_one_warning(tmp_path, caplog):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sink_cadence_steps_and_intervals(tmp_path):
     """What Model's sink loop does on a device: the cell runs sink_size steps, then one callback call.
 
@@ -342,6 +349,7 @@ def test_run_dir_name_and_creation(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_demo_short_run_records_core_tier(tmp_path):
     from tb_mindspore_callbacks.demo import WarmupCosineLR
 
@@ -434,6 +442,7 @@ def test_norm_plan_sums_large_parameters_where_they_lie():
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
+@pytest.mark.slow
 def test_square_sums_per_parameter_and_global_norm_are_exact(mode):
     """Every parameter's sum of squares (float16 and scalar gradients, an empty one, groups of one, large ones
     reduced by rows where they lie), in order, inside a compiled function as the monitors call it."""

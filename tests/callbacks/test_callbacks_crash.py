@@ -38,6 +38,7 @@ def loss_steps(logdir):
 
 
 @pytest.mark.parametrize("scenario", ["sigint", "sigterm"])
+@pytest.mark.slow
 def test_signal_loses_no_recorded_step(tmp_path, scenario):
     # flush_secs is 60 s in the child: without the close on the signal nothing would be on disk yet.
     logdir = tmp_path / "run"
@@ -86,6 +87,7 @@ def test_signal_handlers_chain_to_previous_ones(tmp_path):
     assert loss_steps(tmp_path / "a_2") == [2]
 
 
+@pytest.mark.slow
 def test_kill9_loses_at_most_the_flush_interval(tmp_path):
     logdir = tmp_path / "run"
     proc = warm.Popen([sys.executable, CHILD, "kill9", str(logdir), "2000"], stdout=subprocess.PIPE,
@@ -118,6 +120,7 @@ def test_kill9_loses_at_most_the_flush_interval(tmp_path):
                                                                                           missing)
 
 
+@pytest.mark.slow
 def test_full_disk_stops_monitoring_not_training(tmp_path):
     """A real write failure (the child's file-size limit): the writer stops with a warning; training finishes."""
     logdir = tmp_path / "run"

@@ -135,6 +135,7 @@ def mount_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_run_folder_removed_mid_run_is_recreated(tmp_path):
     pytest.importorskip("mindspore")
     run_dir = tmp_path / "run"
@@ -151,6 +152,7 @@ def test_run_folder_removed_mid_run_is_recreated(tmp_path):
     assert "_hparams_/session_start_info" in tensors
 
 
+@pytest.mark.slow
 def test_rotation_that_cannot_create_the_next_part(mount_tmpfs):
     """The tmpfs runs out of inodes: the next part cannot be created; close() and on_train_end must not raise."""
     pytest.importorskip("mindspore")
@@ -163,6 +165,7 @@ def test_rotation_that_cannot_create_the_next_part(mount_tmpfs):
     assert steps and steps == list(range(1, len(steps) + 1)) and len(steps) < 60
 
 
+@pytest.mark.slow
 def test_disk_full_mid_run(mount_tmpfs):
     pytest.importorskip("mindspore")
     run_dir = mount_tmpfs(size="48k") / "run"
@@ -173,6 +176,7 @@ def test_disk_full_mid_run(mount_tmpfs):
     assert steps == list(range(1, len(steps) + 1)) and len(steps) < 80
 
 
+@pytest.mark.slow
 def test_run_folder_on_a_read_only_file_system(mount_tmpfs):
     """(A tmpfs cannot be remounted read-only while a file on it is open for writing: read-only from the start.)"""
     pytest.importorskip("mindspore")
@@ -185,6 +189,7 @@ def test_run_folder_on_a_read_only_file_system(mount_tmpfs):
 
 @pytest.mark.parametrize("scenario,delay", [("sigint_begin", None), ("sigint_compile", "0.3"),
                                             ("sigint_compile", "1.5")])
+@pytest.mark.slow
 def test_ctrl_c_during_start_up_stops_training_or_keeps_recording(tmp_path, scenario, delay):
     """Ctrl-C at start-up: either training stops as Ctrl-C normally does, or every step it trains is recorded."""
     pytest.importorskip("mindspore")
@@ -200,6 +205,7 @@ def test_ctrl_c_during_start_up_stops_training_or_keeps_recording(tmp_path, scen
         assert steps == trained, (steps, proc.stderr[-2000:])
 
 
+@pytest.mark.slow
 def test_sigterm_turned_into_a_graceful_stop_keeps_every_step(tmp_path):
     """The script's own SIGTERM handler turns it into a graceful stop: training ends early, the script goes on,
     and every step trained is recorded (the signal flushes our writer and leaves it to on_train_end to close)."""

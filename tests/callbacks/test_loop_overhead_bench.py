@@ -105,6 +105,7 @@ def test_cost_table_quick_gives_a_row_per_entry_point(tmp_path):
         assert r["command"].startswith("python bench/paired.py --size 0.1m --modes graph")
 
 
+@pytest.mark.slow
 def test_grad_norms_bench_times_every_plan_with_exact_sums(tmp_path):
     """``bench/grad_norms.py``: the current plan (small parameters by L2Loss, the large ones by rows where they lie),
     the one before it and the all-packed one give every parameter's sum of squares within 1e-5 of float64 on the

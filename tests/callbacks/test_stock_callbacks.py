@@ -24,6 +24,7 @@ def _halve_after_step_3(lr, step):
     return lr * 0.5 if step == 3 else lr
 
 
+@pytest.mark.slow
 def test_every_stock_callback_next_to_ours_listed_first(tmp_path, mode):
     """MindSpore's stock callbacks listed BEFORE TrainMonitor in one model.train; the learning rate changes
     made by LearningRateScheduler (step 3) and ReduceLROnPlateau (end of epoch 2) reach the LR the cell applies."""

@@ -55,6 +55,7 @@ def _events(run_dir):
     return out
 
 
+@pytest.mark.slow
 def test_rank0_of_a_real_loop_names_a_stopped_rank_while_training(tmp_path, monkeypatch, caplog, capsys):
     """Rank 0 of a 4-rank job trains for real (LoopMonitor); ranks 1-3 are rank files written beside it as it goes,
     with rank 0's own step times and losses give or take 1-3%; rank 3's rows end at step 12. The watch, every 0.2 s

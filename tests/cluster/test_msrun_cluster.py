@@ -77,6 +77,7 @@ def check_job(tmp_path, capsys, steps, kill_step, env=None, strict=True):
     return found
 
 
+@pytest.mark.slow
 def test_msrun_four_workers_slow_and_killed_rank_are_named(tmp_path, capsys):
     check_job(tmp_path, capsys, steps=60, kill_step=30)
 

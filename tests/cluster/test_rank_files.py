@@ -127,6 +127,7 @@ print("FAILED" if stats.failed is not None else "WROTE", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_second_process_never_interleaves_a_rank_file(tmp_path):
     """Two jobs given the same run folder: one writes the rank file, the other warns once and writes nothing (before:
     2,400 rows for 1,200 steps, steps out of order, mixed in the view)."""

@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from tb_plugin_mindspore import metadata
 from tb_plugin_mindspore.contract import rank_file
@@ -183,6 +184,7 @@ def test_cluster_rules_judged_once_per_state_give_the_findings_judged_afresh(tmp
     assert cluster_rules.JUDGED.computed == again + 1
 
 
+@pytest.mark.slow
 def test_health_panel_after_an_append_gives_what_check_gives(tmp_path):
     """A real tensorboard (reload every second): the Health panel asked after a reload that appended rows to every
     rank file judges them, with the findings `tb-mindspore check` gives on the same files (read whole, rules run

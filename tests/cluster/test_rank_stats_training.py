@@ -36,6 +36,7 @@ def scalars(run_dir):
     return out, json.loads(tensor_util.make_ndarray(info.tensor_proto).reshape(-1)[0])
 
 
+@pytest.mark.slow
 def test_train_monitor_writes_its_rank_rows_and_core_memory(tmp_path):
     train_tiny(tmp_path / "run", epochs=4, collect_freq=5)
     rank, steps, cols = rank_rows(tmp_path / "run")

@@ -44,6 +44,7 @@ def _demo(logdir, steps, **kw):
                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
+@pytest.mark.slow
 def test_demo_ctrl_c_during_training_says_what_was_recorded(tmp_path):
     import signal
 

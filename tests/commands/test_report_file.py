@@ -117,6 +117,7 @@ def test_report_of_one_run_folder(runs_logdir, tmp_path):
     assert "<title>&lt;b&gt;healthy&lt;/b&gt;</title>" in html
 
 
+@pytest.mark.slow
 def test_report_bad_input_one_line_errors(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

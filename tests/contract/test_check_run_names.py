@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+import pytest
+
 import logdirs
 from tb_harness import PREFIX, fetch_json, tensorboard_process
 from tb_plugin_mindspore.commands import logdir_check
@@ -30,6 +32,7 @@ def _tab_runs(base, expected, timeout=60):
     return runs
 
 
+@pytest.mark.slow
 def test_check_names_runs_as_the_tabs_runs_route(tmp_path):
     logdir = logdirs.mixed_logdir(tmp_path / "logs")
     checked = _check_json(logdir)
@@ -52,6 +55,7 @@ def test_the_merged_run_keeps_both_files_series(tmp_path):
     assert runs["collector"].scalars["loss/auto"].steps.tolist() == list(range(1, 16))   # the resume supersedes
 
 
+@pytest.mark.slow
 def test_a_pool_of_processes_gives_the_same_report(tmp_path, monkeypatch):
     logdir = str(logdirs.mixed_logdir(tmp_path / "logs"))
     for i in range(6):

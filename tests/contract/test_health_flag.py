@@ -2,6 +2,7 @@
 heatmap marks together (the ``health`` and ``contract`` routes), as ``check --set`` does; a bad one stops
 TensorBoard with one line."""
 
+import pytest
 
 import logdirs
 from tb_harness import PREFIX, fetch_json, tensorboard_bin, tensorboard_process
@@ -13,6 +14,7 @@ def _fast_findings(base):
     return [f for r in report["runs"] for f in r["findings"] if f["rule"] == "layer_too_fast"]
 
 
+@pytest.mark.slow
 def test_the_flag_moves_the_health_rule_and_the_heatmap_mark(tmp_path):
     logdir = tmp_path / "logs"
     logdirs.write_events(str(logdir / "run"), steps=30, update_ratio={"fc.weight": 0.01, "conv.weight": 0.002})

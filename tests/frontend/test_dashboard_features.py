@@ -202,6 +202,7 @@ def refresh_count(frame):
     return int(frame.eval_on_selector("[data-testid=mindspore-dashboard]", "(d) => d.dataset.refreshCount || '0'"))
 
 
+@pytest.mark.slow
 def test_live_refresh_keeps_zoom_selection_and_scroll(page, tmp_path):
     root = tmp_path / "live"
     root.mkdir()
@@ -270,6 +271,7 @@ QUOTED_RUN = "qu\"ote's & ünïcødé ラン"
 HOSTILE_TAG = "core/<b onmouseover=window.__pwned=2>bold</b>"
 
 
+@pytest.mark.slow
 def test_names_are_shown_as_text(page, tmp_path):
     from tb_plugin_mindspore.writing.writer import SummaryWriter
 

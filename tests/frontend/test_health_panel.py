@@ -69,6 +69,7 @@ def _run_row(frame, run):
     return '[data-testid=health-run][data-run="%s"]' % run
 
 
+@pytest.mark.slow
 def test_health_panel_shows_findings_and_highlights_the_step_range(page, health_server):
     base = health_server
     # What the route says (the panel must show exactly this).
@@ -173,6 +174,7 @@ def damaged_logdir(tmp_path_factory):
     return root, os.path.join("record", os.path.basename(rel)), target
 
 
+@pytest.mark.slow
 def test_warnings_banner_lists_the_skipped_record(page, damaged_logdir):
     root, rel, offset = damaged_logdir
     with tensorboard_process(root) as base:

@@ -190,6 +190,7 @@ def test_weight_norm_heatmap_uses_a_sequential_scale(page, heatmap_server):
     assert frame.locator(panel + " [data-testid=heatmap-mark]").count() == 0
 
 
+@pytest.mark.slow
 def test_distribution_view(page, heatmap_server):
     base, _ = heatmap_server
     frame = open_tab(page, base)
@@ -236,6 +237,7 @@ def screenshot_path(name):
     return os.path.join(ARTIFACTS, name)
 
 
+@pytest.mark.slow
 def test_health_finding_on_a_layer_tag_shades_its_steps_on_the_heatmap(page, heatmap_server):
     """The head's update ratio (0.3) is a layer_too_fast finding on debug/update_ratio; clicking it in the Health
     panel outlines the heatmap and shades the finding's steps on the run's map, and only on that run's."""

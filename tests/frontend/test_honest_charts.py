@@ -34,6 +34,7 @@ def set_tensorboard_theme(page, name):
     page.wait_for_selector("[role=menu]", state="detached")
 
 
+@pytest.mark.slow
 def test_charts_never_mislead(page, dashboard_server):
     base, written = dashboard_server
     frame = open_tab(page, base, in_tensorboard=True)   # the dark mode below follows TensorBoard's theme menu
@@ -100,6 +101,7 @@ def test_charts_never_mislead(page, dashboard_server):
     assert page.console_errors == [], page.console_errors
 
 
+@pytest.mark.slow
 def test_sharpness_chart_draws_the_stability_line(page, tmp_path):
     """The top-eigenvalue chart carries the run's edge-of-stability line (a reference series named by the contract)
     as a dashed line of the run's colour; a run without the line is drawn without it."""

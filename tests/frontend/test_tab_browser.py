@@ -4,6 +4,8 @@ TensorBoard origin."""
 
 import os
 
+import pytest
+
 from browser_helpers import (
     CORE_TAGS,
     RUNS,
@@ -74,6 +76,7 @@ def test_core_charts_draw_and_run_toggle(page, dashboard_server):
     assert page.console_errors == [], page.console_errors
 
 
+@pytest.mark.slow
 def test_empty_logdir_explains_why(page, empty_logdir):
     with tensorboard_process(empty_logdir) as base:
         frame = open_tab(page, base)
@@ -87,6 +90,7 @@ def test_empty_logdir_explains_why(page, empty_logdir):
         assert_same_origin(page, base)
 
 
+@pytest.mark.slow
 def test_empty_state_for_ms_files_and_relative_logdir(page, tmp_path):
     """Only MindSpore _MS files, given as a relative --logdir: the tab says so and shows where the path resolved."""
     logdir = tmp_path / "ms_only"
@@ -105,6 +109,7 @@ def test_empty_state_for_ms_files_and_relative_logdir(page, tmp_path):
         assert_same_origin(page, base)
 
 
+@pytest.mark.slow
 def test_tab_works_under_path_prefix(page, dashboard_logdir):
     root, written = dashboard_logdir
     with tensorboard_process(root, path_prefix="/tb") as base:
@@ -116,6 +121,7 @@ def test_tab_works_under_path_prefix(page, dashboard_logdir):
         assert_same_origin(page, base)
 
 
+@pytest.mark.slow
 def test_real_mindspore_run_draws_core_tier(page, recorded_logdir):
     """Runs recorded by TrainMonitor during real MindSpore training: every core curve is drawn, point for point."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

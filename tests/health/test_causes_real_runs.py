@@ -63,6 +63,7 @@ CONTROLS = {
 
 
 @pytest.mark.parametrize("name", sorted(CONTROLS))
+@pytest.mark.slow
 def test_healthy_controls_stay_quiet(logdir, name):
     run = _trained(logdir, name, CONTROLS[name])
     found = engine.check_run(run)
@@ -70,6 +71,7 @@ def test_healthy_controls_stay_quiet(logdir, name):
     assert "input_bound" not in [f.rule for f in found]     # in-memory data: the wait is a batch hand-over
 
 
+@pytest.mark.slow
 def test_recording_cost_is_measured_in_cpu_time_beside_busy_processes(logdir):
     """Two busy processes share the CPU while the loop trains: the steps' wall time stretches, the recording's CPU
     time (core/monitor_cpu_ms, one value per core point) and the process's (core/step_cpu_ms) do not, and neither
@@ -108,6 +110,7 @@ def test_finished_loop_run_is_not_stalled(logdir):
 
 
 # -- the learning rate against what was declared ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_schedule_declared_but_constant_given_is_an_error(logdir):
     run = _trained(logdir, "schedule_not_applied",
                    lambda d: ct.train(d, schedule="constant", hparams={"lr_schedule": "cosine", "lr": 0.05}))
@@ -118,6 +121,7 @@ def test_schedule_declared_but_constant_given_is_an_error(logdir):
     assert [g.rule for g in _serious(found)] == ["lr_constant"], _json(found)
 
 
+@pytest.mark.slow
 def test_constant_without_declaration_follows_the_recorded_lr_config(logdir):
     run = _trained(logdir, "constant_plain", lambda d: ct.train(d, schedule="constant"))
     found = [f for f in engine.check_run(run) if f.rule == "lr_constant"]
@@ -129,6 +133,7 @@ def test_constant_without_declaration_follows_the_recorded_lr_config(logdir):
         assert f.level == "warn"                             # nothing declared: the old inference
 
 
+@pytest.mark.slow
 def test_zero_lr_group_is_named_as_frozen(logdir):
     run = _trained(logdir, "frozen_group",
                    lambda d: ct.train(d, optimizer="adam", lr=0.01, head_lr=0.0, schedule="constant",
@@ -144,6 +149,7 @@ def test_zero_lr_group_is_named_as_frozen(logdir):
 
 
 # -- NaN in the weights, and what follows from it ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_nan_weights_are_said_plainly_and_follow_ons_are_nested(logdir):
     run = _trained(logdir, "nan_weights",
                    lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=3, collect_freq=2,
@@ -174,6 +180,7 @@ def test_nan_weights_are_said_plainly_and_follow_ons_are_nested(logdir):
 
 
 # -- depth-wise vanishing gradients ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_gradients_vanishing_with_depth_from_step_one_name_the_early_layers(logdir):
     run = _trained(logdir, "depth_vanishing",
                    lambda d: ct.train(d, net=ct.vanishing_net(), schedule="constant",
@@ -191,6 +198,7 @@ def test_gradients_vanishing_with_depth_from_step_one_name_the_early_layers(logd
 
 
 # -- BatchNorm train/eval mismatch -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_batchnorm_moving_statistics_mismatch_is_a_train_eval_gap(logdir):
     # momentum 0.999: after 48 steps the moving mean has moved 5% of the way from 0 to the data's mean (offset 20),
     # so eval mode normalizes with the wrong statistics while training (batch statistics) is fine.
@@ -208,6 +216,7 @@ def test_batchnorm_moving_statistics_mismatch_is_a_train_eval_gap(logdir):
 
 
 # -- live health events recorded by the callbacks ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_live_event_with_stop_is_merged_into_the_offline_finding(logdir):
     run = _trained(logdir, "live_stop",
                    lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=3, collect_freq=2,
@@ -228,6 +237,7 @@ def test_live_event_with_stop_is_merged_into_the_offline_finding(logdir):
     assert [g.to_json() for g in engine.check_run(later) if g.rule.startswith("run_")] == []
 
 
+@pytest.mark.slow
 def test_live_skip_keeps_the_weights_finite(logdir):
     run = _trained(logdir, "live_skip",
                    lambda d: ct.train(d, train_data=ct.poisoned(NAN_STEP), epochs=3, collect_freq=2,
@@ -241,6 +251,7 @@ def test_live_skip_keeps_the_weights_finite(logdir):
     assert "to the end of the run" not in f.message
 
 
+@pytest.mark.slow
 def test_live_checkpoint_path_reaches_the_finding(logdir):
     import os
 
@@ -253,6 +264,7 @@ def test_live_checkpoint_path_reaches_the_finding(logdir):
     assert f.to_json()["checkpoint"] == f.checkpoint and f.checkpoint in f.message
 
 
+@pytest.mark.slow
 def test_loop_nan_is_merged_with_its_live_event(logdir):
     run = _trained(logdir, "loop_nan", lambda d: ct.train_loop(d, nan_step=NAN_STEP, collect_freq=4))
     assert run.health_events and run.run_end["status"] == "finished"

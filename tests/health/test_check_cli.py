@@ -175,6 +175,7 @@ def test_layer_vectors_and_intervals_survive_the_round_trip(tmp_path, capsys):
     assert found["grad_explosion"]["steps"] == [391, 400] and "interval max" in found["grad_explosion"]["message"]
 
 
+@pytest.mark.slow
 def test_standalone_command_exit_codes(logdir, tmp_path):
     cmd = [sys.executable, "-m", "tb_plugin_mindspore.commands.check", "check"]
     proc = warm.run(cmd + [str(logdir), "--fail-on", "error", "--format", "json"], capture_output=True,

@@ -152,6 +152,7 @@ def collector_logdir(tmp_path_factory):
 
 
 # -- healthy control -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_healthy_run_is_ok(logdir, healthy):
     run, found = _report(logdir, healthy)
     for tag in (metadata.LOSS, metadata.GRAD_NORM, metadata.LEARNING_RATE, metadata.EVAL_LOSS,
@@ -163,6 +164,7 @@ def test_healthy_run_is_ok(logdir, healthy):
 
 
 # -- problems --------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_high_learning_rate_explodes_then_nan(logdir, high_lr):
     run, found = _report(logdir, high_lr)
     first_nan = _first_nonfinite_step(run, metadata.LOSS)
@@ -175,6 +177,7 @@ def test_high_learning_rate_explodes_then_nan(logdir, high_lr):
     assert engine.status_of(found) == "error"
 
 
+@pytest.mark.slow
 def test_schedule_not_applied_is_constant_lr(logdir, constant_lr):
     run, found = _report(logdir, constant_lr)
     lr = run.scalars[metadata.LEARNING_RATE]
@@ -184,6 +187,7 @@ def test_schedule_not_applied_is_constant_lr(logdir, constant_lr):
     assert f.steps == (int(lr.steps[0]), int(lr.steps[-1]))
 
 
+@pytest.mark.slow
 def test_nan_injected_at_known_step_is_error_at_that_step(logdir, nan_every_step):
     run, found = _report(logdir, nan_every_step)
     nan = {f.tag: f for f in found if f.rule == "nonfinite"}
@@ -194,6 +198,7 @@ def test_nan_injected_at_known_step_is_error_at_that_step(logdir, nan_every_step
     assert nan[metadata.LOSS].steps[1] == run.last_step()
 
 
+@pytest.mark.slow
 def test_nan_between_recorded_points_is_caught_by_the_interval(logdir, nan_every_4):
     run, found = _report(logdir, nan_every_4)
     (f,) = [f for f in found if f.rule == "nonfinite" and f.tag == metadata.LOSS]
@@ -205,6 +210,7 @@ def test_nan_between_recorded_points_is_caught_by_the_interval(logdir, nan_every
         assert f.steps[0] == 13 and "between steps 13 and 16" in f.message
 
 
+@pytest.mark.slow
 def test_head_with_near_zero_lr_is_not_learning(logdir, frozen_head):
     run, found = _report(logdir, frozen_head)
     ratio = run.layers[metadata.UPDATE_RATIO_LAYERS]
@@ -219,6 +225,7 @@ def test_head_with_near_zero_lr_is_not_learning(logdir, frozen_head):
     assert metadata.learning_rate_group_tag(1) in run.scalars
 
 
+@pytest.mark.slow
 def test_head_with_zero_lr_is_found_by_its_weight_norms_alone(logdir, zero_lr_head):
     """Real Adam updates: the body's weight norms move (and may come back), the head's never leaves its first
     value; the rule names the head alone, from the weight norms recorded at every diagnostic point."""
@@ -233,6 +240,7 @@ def test_head_with_zero_lr_is_found_by_its_weight_norms_alone(logdir, zero_lr_he
     assert np.all(still[:, [weights.layers.index(n) for n in head]] == 0.0)
 
 
+@pytest.mark.slow
 def test_tiny_train_set_memorised_is_not_called_overfitting(logdir, overfit):
     """32 samples with 30% wrong labels: the model memorises them (the train loss falls tenfold) and learns nothing
     that carries over; the eval loss never improves on the untrained model's loss. A broken evaluation looks the
@@ -249,6 +257,7 @@ def test_tiny_train_set_memorised_is_not_called_overfitting(logdir, overfit):
     assert "overfitting" not in [g.rule for g in found]
 
 
+@pytest.mark.slow
 def test_slow_data_pipeline_is_input_bound(logdir, slow_input):
     run, found = _report(logdir, slow_input)
     (f,) = [f for f in found if f.rule == "input_bound"]
@@ -257,6 +266,7 @@ def test_slow_data_pipeline_is_input_bound(logdir, slow_input):
     assert f.steps == (int(wait.steps[0]), int(wait.steps[-1]))
 
 
+@pytest.mark.slow
 def test_crashed_run_is_unfinished_and_stalled(logdir, crashed):
     run = _run(logdir, crashed)
     assert run.last_step() == CRASH_STEP and run.expected_last_step() == 6 * STEPS
@@ -279,6 +289,7 @@ def test_crashed_run_is_unfinished_and_stalled(logdir, crashed):
         assert f.rule == "run_unfinished" and "simulated crash" in f.message
 
 
+@pytest.mark.slow
 def test_summary_collector_ms_files_are_checked(collector_logdir):
     # In its own process, as the command runs. Importing MindSpore (done by this test process) sets
     # PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, which a user's shell does not have: leave it out.

@@ -56,6 +56,7 @@ def causes_server(tmp_path_factory):
         yield base
 
 
+@pytest.mark.slow
 def test_follow_ons_fold_under_their_cause_and_layers_link_to_the_heatmap(page, causes_server):
     base = causes_server
     failed = []

@@ -62,6 +62,7 @@ def _check_event_flips(buf, path, stride, masks):
     return trials, sum(kept) / len(kept)
 
 
+@pytest.mark.slow
 def test_event_file_truncated_at_every_4th_byte(real_event_file, tmp_path):
     assert _check_event_truncations(real_event_file, tmp_path / "events.out.tfevents.1.x", 4) > 500
 
@@ -72,6 +73,7 @@ def test_event_file_truncated_at_every_byte(real_event_file, tmp_path):
     _check_event_truncations(real_event_file, tmp_path / "events.out.tfevents.1.x", 1)
 
 
+@pytest.mark.slow
 def test_event_file_with_a_flipped_byte(real_event_file, tmp_path):
     trials, kept = _check_event_flips(real_event_file, tmp_path / "events.out.tfevents.1.x", 3, (0xFF,))
     assert trials > 300

@@ -45,6 +45,7 @@ def hostile_logdir(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_hostile_names_stay_text_in_every_view(page, hostile_logdir):
     from browser_helpers import assert_same_origin, open_tab, screenshot, wait_drawn
 

@@ -118,6 +118,7 @@ def _queries(base, params):
     yield dict(base, junk="<x>", **{"run\x00": "ev"})
 
 
+@pytest.mark.slow
 def test_every_route_with_hostile_parameters(app):
     bases, layer = _bases(app)
     codes = {}
@@ -142,5 +143,6 @@ _TEXT = st.one_of(st.sampled_from(sorted({v for vs in VALID.values() for v in vs
 @given(route=st.sampled_from(sorted(ROUTES)), values=st.dictionaries(
     st.sampled_from(["run", "tag", "max_points", "max_steps", "max_values", "step", "layer", "reference", "noise",
                      "mapping", "offset"]), _TEXT, max_size=4))
+@pytest.mark.slow
 def test_random_parameters(app, route, values):
     _check(app, route, values)

@@ -44,6 +44,7 @@ def trained(s3_endpoint, tmp_path_factory):
         fs.reset()
 
 
+@pytest.mark.slow
 def test_training_wrote_event_files_to_s3(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -90,6 +91,7 @@ def _get(base, route, **query):
     return fetch_json(base + PREFIX + route + ("?" + urllib.parse.urlencode(query, doseq=True) if query else ""))
 
 
+@pytest.mark.slow
 def test_tensorboard_and_check_read_s3(trained, tmp_path):
     bucket, data, name = trained
     bucket.put("logs/ms_run/" + name, data)
@@ -136,6 +138,7 @@ def test_tensorboard_and_check_read_s3(trained, tmp_path):
     assert {"run_a", "ms_run"} <= {r["run"] for r in report["runs"]}
 
 
+@pytest.mark.slow
 def test_convert_reads_s3(trained, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

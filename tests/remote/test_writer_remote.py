@@ -44,6 +44,7 @@ def test_remote_run_round_trips(bucket, tmp_path, monkeypatch):
     assert bucket.keys("logs/run/") == ["logs/run/" + os.path.basename(w.base_path)]
 
 
+@pytest.mark.slow
 def test_live_part_rotates_to_keep_uploads_linear(bucket, tmp_path, monkeypatch):
     monkeypatch.setenv("TB_MINDSPORE_STAGING", str(tmp_path))
     url = bucket.url + "/logs/run"

@@ -9,6 +9,7 @@ from tb_harness import fetch_json, tensorboard_process
 
 
 @pytest.mark.parametrize("prefix", ["", "/tb"])
+@pytest.mark.slow
 def test_tensorboard_process_serves_the_tab(recorded_logdir, prefix):
     with tensorboard_process(recorded_logdir, path_prefix=prefix) as base:
         listing = fetch_json(base + "/data/plugins_listing")

@@ -210,6 +210,7 @@ def longer_than_the_scalar_limit(tmp_path_factory):
 
 
 @pytest.mark.parametrize("load_fast", ["false", "true"])
+@pytest.mark.slow
 def test_sample_limits_bound_scalars_and_keep_every_interval_row(longer_than_the_scalar_limit, load_fast):
     root, n = longer_than_the_scalar_limit
     a = App(root, load_fast=load_fast)

@@ -29,6 +29,7 @@ def data(tmp_path_factory):
 # Not serial: its bounds hold beside other work by a wide margin (four busy processes on the two cores: 1,118 and
 # 1,167 requests where 100 are asked, p99 81 ms against 5,000, memory after / before 1.04).
 @pytest.mark.parametrize("load_fast", ["false", "true"])
+@pytest.mark.slow
 def test_mixed_routes_under_load(data, load_fast):
     folder, args = data
     r = server_load.measure(folder, load_fast, args)

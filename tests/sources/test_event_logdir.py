@@ -131,6 +131,7 @@ def _bad_utf8_record(step):
     return records.frame(data)
 
 
+@pytest.mark.slow
 def test_undecodable_record_is_skipped_counted_and_named(tmp_path):
     logs = tmp_path / "logs"
     path = _write(str(logs / "bad" / "events.out.tfevents.1.host"),

@@ -380,6 +380,7 @@ def test_new_files_and_runs_are_picked_up(tmp_path, ms_fixtures):
     assert len(logdir.scalars("record")["acc"]) == 5
 
 
+@pytest.mark.slow
 def test_file_written_live_by_summary_record(tmp_path):
     """A real SummaryRecord writes steps 1-3, flushes and waits; we read; it writes 4-6; we read again."""
     go = tmp_path / "go"

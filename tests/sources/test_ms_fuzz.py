@@ -6,6 +6,7 @@ import os
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tb_plugin_mindspore.io import records
@@ -105,6 +106,7 @@ def test_truncated_tail_gives_a_prefix_and_no_warning(ms_fixtures, data):
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_flipped_bytes_lose_only_damaged_records(ms_fixtures, data):
     buf = bytearray(real_file(ms_fixtures, data.draw(st.sampled_from(["record", "ops", "collector"]))))
     original = records.scan(bytes(buf))
@@ -127,6 +129,7 @@ def test_flipped_bytes_lose_only_damaged_records(ms_fixtures, data):
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_garbage_between_records_is_skipped(ms_fixtures, data):
     buf = real_file(ms_fixtures)
     full = framed_payloads(buf)
@@ -169,6 +172,7 @@ def test_damaged_payloads_behind_good_checksums(ms_fixtures, data):
 
 @FUZZ_FILES
 @given(st.data())
+@pytest.mark.slow
 def test_any_file_content_never_raises(ms_fixtures, data):
     base = real_file(ms_fixtures, data.draw(st.sampled_from(["record", "ops", "collector"])))
     kind = data.draw(st.sampled_from(["garbage", "flips", "truncate", "splice"]))

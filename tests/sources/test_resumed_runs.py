@@ -91,6 +91,7 @@ def resumed_app(request, resumed):
     app.close()
 
 
+@pytest.mark.slow
 def test_route_answers_the_final_timeline_of_a_resumed_training(resumed, resumed_app):
     _, (first, second) = resumed
     assert first[0][0] <= 2 and first[-1][0] == 32 and second[0][0] in (17, 18) and second[-1][0] == 32
@@ -149,6 +150,7 @@ def long_logdir(tmp_path_factory):
     return root, values
 
 
+@pytest.mark.slow
 def test_zoom_window_of_a_long_series_is_exact(long_logdir):
     root, values = long_logdir
     app = App(root)   # TensorBoard keeps 10,000 of the 20,000 points; the plugin reads them all
@@ -204,6 +206,7 @@ def _pixel(frame, tag, x):
     )
 
 
+@pytest.mark.slow
 def test_tab_marks_the_restart_and_shows_superseded_steps_on_demand(resumed, page):
     from browser_helpers import chart_attrs, wait_attr
     from tb_harness import tensorboard_process
@@ -236,6 +239,7 @@ def test_tab_marks_the_restart_and_shows_superseded_steps_on_demand(resumed, pag
         assert page.console_errors == [], page.console_errors
 
 
+@pytest.mark.slow
 def test_tab_zoom_fetches_the_window_at_full_resolution(long_logdir, page):
     from browser_helpers import chart_attrs, chart_selector, wait_attr
     from tb_harness import tensorboard_process

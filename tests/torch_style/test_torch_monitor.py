@@ -36,6 +36,7 @@ def _at(series, steps):
     return np.array([series.values[index[int(s)]] for s in steps])
 
 
+@pytest.mark.slow
 def test_loop_core_tier_matches_the_training(loop_run):
     run, exp = loop_run
     assert exp["mindspore_imported"] is False

@@ -101,6 +101,7 @@ def test_probe_captures_exact_outputs_and_restores_everything(start_mode, untrac
         set_mode("graph")
 
 
+@pytest.mark.slow
 def test_probe_leaves_training_unchanged_and_reuses_compiled_blocks(mode):
     """A network probed between steps trains bit-identically to an unprobed one; a second probe (a new monitor on
     the same network) reuses the compiled blocks."""

@@ -38,6 +38,7 @@ def check(tmp_path):
     assert math.isnan(dict(scalars[metadata.LOSS])[6])
 
 
+@pytest.mark.slow
 def test_model_train_intervals_across_resets(tmp_path, mode):
     net = dense_net()
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
@@ -48,6 +49,7 @@ def test_model_train_intervals_across_resets(tmp_path, mode):
     check(tmp_path)
 
 
+@pytest.mark.slow
 def test_loop_intervals_across_resets(tmp_path, mode):
     net = dense_net()
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
@@ -62,6 +64,7 @@ def test_loop_intervals_across_resets(tmp_path, mode):
     check(tmp_path)
 
 
+@pytest.mark.slow
 def test_loss_scale_overflow_count_resets(tmp_path, mode):
     net = dense_net()
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
@@ -76,6 +79,7 @@ def test_loss_scale_overflow_count_resets(tmp_path, mode):
     assert [overflow[s] for s in (3, 6, 9, 12)] == [0, 1, 0, 1]
 
 
+@pytest.mark.slow
 def test_loop_interval_with_more_updates_than_the_ring_holds(tmp_path):
     """Two ``mon.update`` calls a step (GRAPH_MODE: each records its gradients) and no flight recorder: six rows an
     interval in a ring of three (``collect_freq``); the ring is folded before it wraps, and the interval holds all

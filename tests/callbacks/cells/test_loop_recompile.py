@@ -223,6 +223,7 @@ def mode_runs(tmp_path_factory, mode):
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
 @pytest.mark.parametrize("entry,debug", CASES)
+@pytest.mark.slow
 def test_no_compile_after_warmup(tmp_path_factory, entry, mode, debug):
     folder = mode_runs(tmp_path_factory, mode)
     case = json.loads((folder / ("%s-%s.json" % (entry, debug))).read_text())
@@ -230,6 +231,7 @@ def test_no_compile_after_warmup(tmp_path_factory, entry, mode, debug):
     check_run(case["result"], compiles_of(case["stderr"]), case["stderr"], CASE_STEPS)
 
 
+@pytest.mark.slow
 def test_loop_memory_stays_flat_short(tmp_path):
     steps = 800
     result, compiles, stderr = run_monitored(tmp_path, "loop_update", "graph", steps)   # the README's loop

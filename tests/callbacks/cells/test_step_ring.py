@@ -28,6 +28,7 @@ def _interval(tensors, tag, step):
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
+@pytest.mark.slow
 def test_a_collect_interval_longer_than_a_compiled_cells_ring_keeps_every_step(tmp_path, mode):
     """A cell that ran before the monitor came (so its ring keeps its 64 rows) under ``collect_freq=100``: the ring
     is read before it wraps, and the spike at step 30 and the NaN at step 90 are in the interval of step 100."""
@@ -64,6 +65,7 @@ def test_the_monitor_sizes_the_ring_for_its_collect_interval_before_the_first_st
     assert _interval(tensors, metadata.LOSS, 150)["count"] == 150
 
 
+@pytest.mark.slow
 def test_a_sink_longer_than_the_default_ring_keeps_every_step(tmp_path):
     """Sinks of 150 steps (more than the ring's 64 rows, and than the flight recorder's 110): ``TrainMonitor`` sizes
     the ring for a whole sink before the first step, so the spike at step 30 and the NaN at step 200, both inside a
@@ -129,6 +131,7 @@ def _step_kernels(tmp_path):
     return {k: int(v) for k, v in (l.split() for l in out.stdout.splitlines() if l.startswith(("BARE ", "MONITORED ")))}
 
 
+@pytest.mark.slow
 def test_the_monitored_step_of_a_small_model_stays_within_mindspores_single_thread_limit(tmp_path):
     """MindSpore (``kSingleThreadExecutionActorMaxNum``) runs a step graph of more than 100 kernels on its actor
     threads, whatever it costs: on the 0.1M model that hand-off cost 2-3 ms a step, more than the step. The monitored

@@ -72,6 +72,7 @@ def mse(x, y, w, b):
     return float(np.mean((pred - y) ** 2))
 
 
+@pytest.mark.slow
 def test_convex_toy_minimum_at_the_centre_and_grid_equals_the_analytic_loss(mode, tmp_path):
     net, x, y = regression()
     before = params_of(net)
@@ -221,6 +222,7 @@ def test_interrupt_keeps_the_finished_rows_and_restores_everything(tmp_path):
     assert all(v is not None for row in z[:2] for v in row) and z[3] == [None] * nx
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_graph_call_stops_cleanly(tmp_path):
     """A real SIGINT while the compiled graph runs (MindSpore turns it into SIGTERM for the process)."""
     out = tmp_path / "out.npz"
@@ -246,6 +248,7 @@ def _child(tmp_path, name, mode, with_landscape):
 
 
 @pytest.mark.parametrize("train_mode", ["graph", "pynative"])
+@pytest.mark.slow
 def test_training_continues_bit_identically_after_landscapes(tmp_path, train_mode):
     without = _child(tmp_path, "without", train_mode, "0")
     with_ = _child(tmp_path, "with", train_mode, "1")

@@ -81,6 +81,7 @@ def test_grid_split_across_four_msrun_workers_equals_one_process(tmp_path):
     check_split(tmp_path, 4, 9)
 
 
+@pytest.mark.slow
 def test_a_hung_worker_leaves_its_points_missing_and_rank_0_does_not_wait_for_it(tmp_path):
     proc, out, logs, logdir, _ = run_msrun(tmp_path, 2, 5, 1, env={"LANDSCAPE_TIMEOUT": "3", "LANDSCAPE_HANG": "20"})
     assert [w["rank"] for w in out] == [0], logs[-3000:]

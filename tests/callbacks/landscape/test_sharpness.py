@@ -86,6 +86,7 @@ def test_warm_start_and_trace():
     assert abs(warm.measure(step=2).sharpness / np.linalg.eigvalsh(hess)[-1] - 1) < 0.01
 
 
+@pytest.mark.slow
 def test_exact_products_where_mindspore_can_differentiate_twice():
     rs = np.random.RandomState(2)
     x, t = rs.randn(N, D_IN).astype(np.float32), rs.randn(N, 1).astype(np.float32)
@@ -132,6 +133,7 @@ def train(logdir, optimizer_of, lr, steps=12, every=4, seed=0, **options):
     return cb, read_scalars(logdir)
 
 
+@pytest.mark.slow
 def test_callback_records_sgd_sharpness_against_2_over_lr(tmp_path):
     cb, scalars = train(tmp_path, lambda p, lr: nn.SGD(p, learning_rate=lr), 0.1)
     assert cb.failed is None
@@ -144,6 +146,7 @@ def test_callback_records_sgd_sharpness_against_2_over_lr(tmp_path):
     assert vocabulary.tier_of(metadata.SHARPNESS) == metadata.DIAGNOSTIC
 
 
+@pytest.mark.slow
 def test_callback_records_adam_preconditioned_sharpness_against_38_over_lr(tmp_path):
     cb, scalars = train(tmp_path, lambda p, lr: nn.Adam(p, learning_rate=lr), 0.01)
     assert cb.failed is None
@@ -154,6 +157,7 @@ def test_callback_records_adam_preconditioned_sharpness_against_38_over_lr(tmp_p
     assert r.optimizer_kind == "adam" and r.preconditioned > r.sharpness   # 1 / sqrt(v) >> 1 this early
 
 
+@pytest.mark.slow
 def test_health_rule_fires_on_a_too_large_learning_rate_and_stays_quiet_on_a_healthy_one(tmp_path):
     x, y = data()
     top = SharpnessProbe(nn.WithLossCell(mlp(), nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")),
@@ -198,6 +202,7 @@ def test_sharpness_profile_is_recorded_as_a_1d_landscape_at_each_measurement(tmp
     assert rec["metadata"]["threshold"] == pytest.approx(20.0) and rec["metadata"]["lines"][0] == "top Hessian eigenvector"
 
 
+@pytest.mark.slow
 def test_training_goes_on_bit_identically_with_the_callback(tmp_path, mode):
     def final_params(with_callback):
         x, y = data()

@@ -50,6 +50,7 @@ class Classifier(nn.Cell):
         return self.head(self.layer(self.embed(tokens)).mean(axis=1))
 
 
+@pytest.mark.slow
 def test_probe_records_the_largest_logit_while_a_transformer_trains(tmp_path):
     import mindspore.dataset as ds
 
@@ -74,6 +75,7 @@ def test_probe_records_the_largest_logit_while_a_transformer_trains(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
+@pytest.mark.slow
 def test_loop_probe_takes_the_backbone_and_the_data_column_of_its_inputs(tmp_path, mode):
     # The loop's documented call: LoopMonitor(network=<the backbone>) and mon.step(..., inputs=(data, label)): the
     # backbone takes the data only (the label once made every probe call fail).

@@ -68,6 +68,7 @@ class WeightsAround(Callback):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_all_tiers_written_at_their_steps(tmp_path, mode):
     net = dense_net()
     opt = nn.Adam(net.trainable_params(), learning_rate=0.01)
@@ -109,6 +110,7 @@ def test_all_tiers_written_at_their_steps(tmp_path, mode):
     assert info["debug"]["activation_cells"] == ["0", "2"]
 
 
+@pytest.mark.slow
 def test_diagnostic_and_eval_every_n_steps(tmp_path):
     set_mode("graph")
     net = dense_net()
@@ -123,6 +125,7 @@ def test_diagnostic_and_eval_every_n_steps(tmp_path):
     assert metadata.UPDATE_RATIO_LAYERS not in tensors                       # debug is off by default
 
 
+@pytest.mark.slow
 def test_eval_without_cell_uses_model_network_and_loss(tmp_path):
     set_mode("graph")
     net = dense_net()
@@ -139,6 +142,7 @@ def test_eval_without_cell_uses_model_network_and_loss(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_layer_grad_norms_match_hand_computation(mode):
     net = dense_net(out=1, seed=2)
     rs = np.random.RandomState(4)
@@ -218,6 +222,7 @@ class LossTimesFactor(nn.Cell):
         return self.ce(self.net(x), y) * (1.0 + bump.mean())
 
 
+@pytest.mark.slow
 def test_loss_scale_cell_records_scale_and_skipped_steps(tmp_path, mode):
     net = dense_net()
     opt = nn.SGD(net.trainable_params(), learning_rate=0.05)
@@ -237,6 +242,7 @@ def test_loss_scale_cell_records_scale_and_skipped_steps(tmp_path, mode):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_hparams_and_registry_line(tmp_path):
     set_mode("graph")
     from tb_mindspore_callbacks import make_run_dir
@@ -257,6 +263,7 @@ def test_hparams_and_registry_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("apply", ["optimizer", "update"])     # opt(grads) or mon.update(grads) (GRAPH: one call)
+@pytest.mark.slow
 def test_loop_monitor_matches_model_train_quantities(tmp_path, mode, apply):
     net = dense_net()
     schedule = nn.CosineDecayLR(0.001, 0.05, 12)
@@ -324,6 +331,7 @@ def test_loop_monitor_rejects_misuse(tmp_path):
         LoopMonitor(str(tmp_path), collect_freq=0)
 
 
+@pytest.mark.slow
 def test_rotation_and_budget_through_the_monitor(tmp_path):
     set_mode("graph")
     net = dense_net()
@@ -342,6 +350,7 @@ def test_rotation_and_budget_through_the_monitor(tmp_path):
     assert metadata.RUN_INFO in tensors                               # rewritten when its part was removed
 
 
+@pytest.mark.slow
 def test_selection_matching_nothing_keeps_global_weight_norm(tmp_path, caplog):
     import logging
 
@@ -398,6 +407,7 @@ def _one_step_epochs(run_dir, delay, epochs, callbacks=(), evaluate=True):
             [v for s, v in scalars[metadata.STEP_TIME_MS] if s > 2])
 
 
+@pytest.mark.slow
 def test_work_between_epochs_is_neither_data_wait_nor_step_time(tmp_path):
     """One-step epochs with slow epoch-end work (a checkpoint-like callback sleeping 1.5 s, our epoch-end eval): the
     data wait and step time of each epoch's first step do not include it.
@@ -451,6 +461,7 @@ def _hparams_tab(run_dir):
     return {k: v.number_value if v.HasField("number_value") else v.string_value for k, v in info.hparams.items()}
 
 
+@pytest.mark.slow
 def test_make_run_dir_hparams_reach_run_info_and_hparams_tab(tmp_path):
     from tb_mindspore_callbacks import make_run_dir
 
@@ -481,6 +492,7 @@ def test_make_run_dir_hparams_reach_run_info_and_hparams_tab(tmp_path):
         make_run_dir(str(tmp_path), "bad", [("lr", 1)])
 
 
+@pytest.mark.slow
 def test_activation_histograms_readable_by_tensorboard_tools(tmp_path):
     """Stock histograms: EventAccumulator.Histograms(), tbparse, and the histograms plugin's tensors (both tabs)."""
     from tbparse import SummaryReader
@@ -504,6 +516,7 @@ def test_activation_histograms_readable_by_tensorboard_tools(tmp_path):
     assert buckets.shape[1] == 3 and buckets[:, 2].sum() == 4 * 8
 
 
+@pytest.mark.slow
 def test_compile_time_reported_apart_from_step_time(tmp_path):
     """The first step (graph compile) and the first debug point (monitoring graphs compiled once) go to
     core/compile_ms; the step time of the first debug step leaves the one-off out."""
@@ -549,6 +562,7 @@ print("END")
 """
 
 
+@pytest.mark.slow
 def test_no_deprecation_warnings_from_our_code(tmp_path):
     """Training (both modes, every tier, rotation), a loop and a landscape: MindSpore logs no deprecated interface
     we call (``dtype_to_nptype`` printed ~120 warnings per landscape), and Python warns about none of our lines."""

@@ -45,6 +45,7 @@ class _EveryStep(Callback):
         self.fn(int(run_context.original_args().cur_step_num))
 
 
+@pytest.mark.slow
 def test_ring_keeps_each_steps_layer_norms_at_their_steps(mode):
     _, with_loss, opt = parts()
     cell = MonitoredTrainCell(with_loss, opt)
@@ -61,6 +62,7 @@ def test_ring_keeps_each_steps_layer_norms_at_their_steps(mode):
 
 
 @pytest.mark.parametrize("in_mode", ["graph"], indirect=True)
+@pytest.mark.slow
 def test_recorder_names_layer3_and_step_from_the_ring(in_mode, tmp_path):
     """The recorder alone on a MonitoredTrainCell (its own trigger): dump, origin, debug tier after."""
     bad = 14
@@ -140,6 +142,7 @@ def _events(tensors):
 
 @pytest.mark.parametrize("in_mode", ["graph", "pynative"], indirect=True)
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_nan_in_layer3_is_dumped_named_and_followed_by_debug(in_mode, entry, tmp_path):
     bad, steps = 14, 20
     opt = _train(entry, tmp_path, steps, bad)
@@ -193,6 +196,7 @@ def _check_heatmaps(logdir, opt, bad, detected):
 
 
 @pytest.mark.parametrize("in_mode", ["graph"], indirect=True)
+@pytest.mark.slow
 def test_huge_gradient_in_layer3_names_the_spike(in_mode, tmp_path):
     bad, steps = 32, 38
     opt = _train("model", tmp_path, steps, bad, value=1e6)
@@ -204,6 +208,7 @@ def test_huge_gradient_in_layer3_names_the_spike(in_mode, tmp_path):
 
 
 @pytest.mark.parametrize("in_mode,entry", [("graph", "model"), ("pynative", "loop")], indirect=["in_mode"])
+@pytest.mark.slow
 def test_healthy_run_writes_no_flight_tags(in_mode, entry, tmp_path):
     _train(entry, tmp_path, 30, default=True)
     _, tensors = read_run(tmp_path)

@@ -21,6 +21,7 @@ def _train(run, graph=True):
                 dataset_sink_mode=False)
 
 
+@pytest.mark.slow
 def test_graph_is_recorded_once_in_graph_mode(tmp_path, mode):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -103,6 +103,7 @@ def _assert_quiet(counter):
     assert counter.by_step.get(0, 0) <= MAX_AT_START, counter.where
 
 
+@pytest.mark.slow
 def test_model_train_reads_nothing_between_points(tmp_path, mode):
     from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
 
@@ -117,6 +118,7 @@ def test_model_train_reads_nothing_between_points(tmp_path, mode):
 
 
 @pytest.mark.parametrize("update", ["mon.update", "optimizer"])
+@pytest.mark.slow
 def test_loop_reads_nothing_between_points(tmp_path, mode, update):
     from tb_mindspore_callbacks import LoopMonitor
 

@@ -97,6 +97,7 @@ def health_lines(caplog):
 
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_nan_found_within_one_interval(tmp_path, mode, entry, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
     train = train_model if entry == "model" else train_loop
@@ -117,6 +118,7 @@ def test_nan_found_within_one_interval(tmp_path, mode, entry, caplog):
 
 @GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_stop_ends_training_at_the_detection_step(tmp_path, mode, entry):
     train = train_model if entry == "model" else train_loop
     _, _, steps = train(tmp_path, bumps(at=10), on_anomaly="stop")
@@ -128,6 +130,7 @@ def test_stop_ends_training_at_the_detection_step(tmp_path, mode, entry):
 
 
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_skip_leaves_the_weights_finite(tmp_path, mode, entry):
     train = train_model if entry == "model" else train_loop
     net, _, steps = train(tmp_path, bumps(at=10), on_anomaly="skip")
@@ -139,6 +142,7 @@ def test_skip_leaves_the_weights_finite(tmp_path, mode, entry):
     assert all(math.isfinite(v) for s, v in scalars[metadata.LOSS] if s > 12)
 
 
+@pytest.mark.slow
 def test_skip_spiking_update_in_graph(tmp_path):
     """A gradient 1001x the usual one is not applied by the cell's in-graph guard."""
     net, _, _ = train_model(tmp_path, bumps(at=22, value=1000.0), on_anomaly="skip")
@@ -152,6 +156,7 @@ def test_skip_spiking_update_in_graph(tmp_path):
 
 @GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_checkpoint_holds_the_last_good_state(tmp_path, mode, entry):
     train = train_model if entry == "model" else train_loop
     _, _, _ = train(tmp_path, bumps(at=10), on_anomaly=("checkpoint", "stop"))
@@ -172,6 +177,7 @@ def test_checkpoint_holds_the_last_good_state(tmp_path, mode, entry):
 
 @GRAPH_QUICK
 @pytest.mark.parametrize("entry", ["model", "loop"])
+@pytest.mark.slow
 def test_gradient_explosion(tmp_path, mode, entry, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
     train = train_model if entry == "model" else train_loop
@@ -183,6 +189,7 @@ def test_gradient_explosion(tmp_path, mode, entry, caplog):
 
 
 @GRAPH_QUICK
+@pytest.mark.slow
 def test_loss_spike(tmp_path, mode):
     train_model(tmp_path, bumps(at=21, value=50.0), loss_cell=LossWithBump)
     (e,) = events(tmp_path)
@@ -191,6 +198,7 @@ def test_loss_spike(tmp_path, mode):
 
 # ---------------------------------------------------------------------------------------------------------------
 @GRAPH_QUICK
+@pytest.mark.slow
 def test_healthy_controls_stay_quiet(tmp_path, mode, caplog):
     from tb_mindspore_callbacks.demo import WarmupCosineLR
 

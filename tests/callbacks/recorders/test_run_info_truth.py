@@ -37,6 +37,7 @@ def loop(logdir, make_opt=None, with_grads=True, steps=4, **kwargs):
             mon.step(loss, grads if with_grads else None)
 
 
+@pytest.mark.slow
 def test_loop_with_an_optimizer_records_everything_asked(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
     loop(tmp_path, lambda net: nn.Momentum(net.trainable_params(), 0.05, 0.9), debug=Debug(items=["layer_grad_norm"]))
@@ -68,6 +69,7 @@ def test_loop_without_gradients_says_so_and_writes_no_nan(tmp_path):
     assert "core/grad_norm" not in read_run(tmp_path)[0]
 
 
+@pytest.mark.slow
 def test_gradients_given_to_update_only_are_recorded(tmp_path, mode):
     loop(tmp_path, lambda net: nn.Momentum(net.trainable_params(), 0.05, 0.9), with_grads=False)
     info = info_of(tmp_path)
@@ -76,6 +78,7 @@ def test_gradients_given_to_update_only_are_recorded(tmp_path, mode):
     assert len(norms) == 2 and all(v > 0 for v in norms)
 
 
+@pytest.mark.slow
 def test_model_train_with_and_without_the_cell(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="tb_mindspore_callbacks")
     net = dense_net()
