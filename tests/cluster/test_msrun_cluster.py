@@ -69,7 +69,10 @@ def check_job(tmp_path, capsys, steps, kill_step, env=None, strict=True):
     assert slow[0]["steps"][0] <= 20, slow          # named within 20 steps (rows every 2 steps from step 2)
     others = [f for f in found if f not in stopped + slow]
     if strict:
-        assert others == [], others                # nobody else
+        # Nobody else warned about. Four workers on two cores beside the suite's other tests: a rank the scheduler
+        # holds back for a while may be named at info level as a compute straggler of an oversubscribed node (the
+        # rule's own reading of the load; seen once in CI: rank 0, 8% slower).
+        assert all(f["level"] == "info" and "node was oversubscribed" in f["message"] for f in others), others
     else:
         # Four workers on two cores: a rank that the scheduler holds back for a while is a real, if small, compute
         # straggler here; it must never be blamed on data.
