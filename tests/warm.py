@@ -1,8 +1,8 @@
 """Child Pythons started warm: ``warm.run`` and ``warm.Popen`` take what ``subprocess.run`` / ``subprocess.Popen``
 take, and where the command is this environment's Python (``-c``, ``-m``, a script) or one of its console scripts
 (``tensorboard``, ``tb-mindspore``), the child is forked from a Python that imported MindSpore, TensorBoard and this
-project once (``warm_zygote.py``, one per test process) instead of importing them again: about 3 s of CPU less per
-child, with hundreds of children a run. It is still a process of its own, with its own pid, pipes, exit code and
+project once (``warm_zygote.py``) instead of importing them again: about 2.5 s of CPU less per child, with hundreds
+of children a run. It is still a process of its own, with its own pid, pipes, exit code and
 signals, exiting the way Python exits.
 
 The environment variables read when Python starts or a library loads (``MS_*``, ``GLOG_*``, ``PYTHON*``, thread
@@ -29,14 +29,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.dirname(sys.executable)
 CONSOLE_SCRIPTS = ("tensorboard", "tb-mindspore")
 # Environment variables read when a library loads or Python starts: a child that changes one starts cold.
-COLD_PREFIXES = ("MS_", "GLOG_", "PYTHON", "PROTOCOL_BUFFERS", "OMP_", "OPENBLAS", "MKL_", "KMP_", "LD_", "MALLOC", "CUDA", "ASCEND",
-                 "HCCL", "DEVICE_", "RANK_TABLE")
+COLD_PREFIXES = ("MS_", "GLOG_", "PYTHON", "PROTOCOL_BUFFERS", "OMP_", "OPENBLAS", "MKL_", "KMP_", "LD_", "MALLOC",
+                 "CUDA", "ASCEND", "HCCL", "DEVICE_", "RANK_TABLE")
 # Read when TensorBoard's modules load (its S3 file system takes the endpoint then) and set by tests: a child
 # whose value differs from this process's at its start starts cold.
 FRESH_PREFIXES = ("S3_", "AWS_")
 _START_ENV = dict(os.environ)
 HEADER = struct.Struct("!Q")
-_IGNORED_ENV = ("PYTEST_CURRENT_TEST",)
 _zygotes = {}
 _children_cpu = 0.0
 _asked = {}
@@ -211,8 +210,8 @@ def children_cpu():
 def Popen(args, **kwargs):
     """subprocess.Popen(args, **kwargs), forked warm where it can be (see the module's docstring)."""
     command = _command(args)
-    if command is None or os.environ.get("TB_MINDSPORE_TEST_COLD") == "1" or kwargs.get("shell") or any(kwargs.get(k) for k in _UNSUPPORTED) \
-            or kwargs.get("close_fds") is False:
+    if command is None or os.environ.get("TB_MINDSPORE_TEST_COLD") == "1" or kwargs.get("shell") \
+            or any(kwargs.get(k) for k in _UNSUPPORTED) or kwargs.get("close_fds") is False:
         return subprocess.Popen(args, **kwargs)
     child_env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
     fresh = any(child_env.get(k) != _START_ENV.get(k) for k in set(child_env) | set(_START_ENV)

@@ -1,19 +1,29 @@
 """The warm Python behind ``warm.py``: imports MindSpore, TensorBoard and this project once, then forks a child per
 command it is sent over a Unix socket and runs the command in it as ``python`` would (``-c``, ``-m`` or a script,
-with the sender's stdin, stdout, stderr, working folder and environment), ending by Python's normal exit (atexit
-handlers, non-daemon threads joined). It reports each child's pid and, once reaped, its exit code and CPU time; it
-ends when its stdin closes (the test process that started it has gone).
+with the sender's stdin, stdout, stderr, working folder, environment and ignored signals), ending as Python ends
+(non-daemon threads joined, atexit handlers) without tearing the loaded modules down. It reports each child's pid
+and, once reaped, its exit code and CPU time; it ends when its stdin closes (the test process that started it has
+gone).
 
 Run: python warm_zygote.py SOCKET_PATH    (prints "ready" once it listens)
 """
 
+import atexit
+import gc
 import io
 import json
 import os
+import runpy
 import select
+import signal
 import socket
 import struct
 import sys
+import tempfile
+import threading
+import types
+
+import numpy
 
 HEADER = struct.Struct("!Q")
 STARTED_PYTHONPATH = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -24,7 +34,6 @@ def preload():
     environment variables the imports set (importing MindSpore sets one), which each child gets as if it had
     imported them itself."""
     before = dict(os.environ)
-    import numpy  # noqa: F401
     import mindspore  # noqa: F401
     import mindspore.dataset  # noqa: F401
     from mindspore import nn, ops  # noqa: F401
@@ -123,8 +132,6 @@ def signals(ignored):
     """What a program started by the sender finds: the signals the sender ignores stay ignored, every other
     disposition back to its default; then what Python sets at start-up (SIGINT raises KeyboardInterrupt unless
     ignored, SIGPIPE and SIGXFSZ ignored)."""
-    import signal
-
     for signum in signal.valid_signals():
         if signum in (signal.SIGKILL, signal.SIGSTOP):
             continue
@@ -157,11 +164,7 @@ def become(request, fds, imported_env):
     started = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if started != STARTED_PYTHONPATH:      # as Python would have put them: after the script's folder
         sys.path[1:1 + len(STARTED_PYTHONPATH)] = [os.path.abspath(p) for p in started]
-    import tempfile
-
     tempfile.tempdir = None
-    import numpy
-
     numpy.random.seed()      # a fresh process draws a fresh seed; a forked one would repeat the parent's
     unbuffered = request["unbuffered"] or bool(os.environ.get("PYTHONUNBUFFERED"))
     sys.stdin = sys.__stdin__ = stdio(0, False, False, False)
@@ -172,9 +175,6 @@ def become(request, fds, imported_env):
 def run(request):
     """Runs the command in a fresh __main__ module, setting sys.argv and sys.path[0] the way ``python -c`` / ``-m`` /
     a script path does."""
-    import runpy
-    import types
-
     kind, target, args = request["kind"], request["target"], request["args"]
     main = types.ModuleType("__main__")
     main.__builtins__ = __builtins__
@@ -221,11 +221,6 @@ def finish(error):
     """Python's exit in the order it runs (non-daemon threads joined, atexit handlers, the script's own objects
     finalised, output flushed) but without tearing down the modules the warm Python had loaded: finalising them
     touched every page the child shared with its parent, 0.7 s of CPU a child."""
-    import atexit
-    import gc
-    import signal
-    import threading
-
     code = exit_code(error)
     del error
     try:
@@ -251,8 +246,6 @@ def finish(error):
 
 if __name__ == "__main__":
     _imported_env = preload()
-    import gc
-
     gc.freeze()     # what the parent loaded is never collected: a child's collections skip it
     _request, _fds = serve(sys.argv[1])
     become(_request, _fds, _imported_env)
