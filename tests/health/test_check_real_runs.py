@@ -23,13 +23,24 @@ from tb_plugin_mindspore.health import engine, sources  # noqa: E402
 
 import health_training as ht  # noqa: E402
 import warm  # noqa: E402
+from once import made_once  # noqa: E402
 
 STEPS = ht.STEPS_PER_EPOCH
 
 
+# The runs are trained once per test run (``once.made_once``), each into this one folder, whichever worker asks first:
+# the scheduler spreads this module's tests over the workers, and each worker would otherwise train them again.
+RUNS = "check_real_runs"
+
+
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("health_runs")
+    return made_once(tmp_path_factory, RUNS, lambda folder: None)
+
+
+def _made(tmp_path_factory, name, train):
+    made_once(tmp_path_factory, RUNS + "/" + name, train)
+    return name
 
 
 def _run(logdir, name, now=None):
@@ -54,27 +65,28 @@ def _first_nonfinite_step(run, tag):
 
 # -- the runs ------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def healthy(logdir):
+def healthy(tmp_path_factory):
     """Control: a 2-hidden-layer MLP with a step LR schedule, eval loss, update ratios and data wait recorded."""
-    train = ht.classification_data(n=128 * STEPS, features=64)
-    evals = ht.classification_data(n=512, features=64, seed=9)
-    ht.train(logdir / "healthy", train_data=train, eval_data=evals, hidden=1024, depth=2, batch=128, epochs=6)
-    return "healthy"
+    def train(folder):
+        data = ht.classification_data(n=128 * STEPS, features=64)
+        evals = ht.classification_data(n=512, features=64, seed=9)
+        ht.train(folder, train_data=data, eval_data=evals, hidden=1024, depth=2, batch=128, epochs=6)
+    return _made(tmp_path_factory, "healthy", train)
 
 
 @pytest.fixture(scope="module")
-def high_lr(logdir):
+def high_lr(tmp_path_factory):
     """Learning rate far too high without clipping (SGD on a linear regression): explodes, then NaN."""
-    ht.train(logdir / "high_lr", regression=True, optimizer="sgd", lr=0.5, collect_freq=1, extra=False)
-    return "high_lr"
+    return _made(tmp_path_factory, "high_lr",
+                 lambda folder: ht.train(folder, regression=True, optimizer="sgd", lr=0.5, collect_freq=1, extra=False))
 
 
 @pytest.fixture(scope="module")
-def constant_lr(logdir):
+def constant_lr(tmp_path_factory):
     """The schedule is never bound to the optimizer: the hyperparameters declare a piecewise schedule, the
     optimizer gets a plain float learning rate."""
-    ht.train(logdir / "constant_lr", schedule=False, extra=False, hparams={"lr_schedule": "piecewise"})
-    return "constant_lr"
+    return _made(tmp_path_factory, "constant_lr",
+                 lambda folder: ht.train(folder, schedule=False, extra=False, hparams={"lr_schedule": "piecewise"}))
 
 
 NAN_STEP = 14
@@ -86,69 +98,69 @@ def _poisoned():
 
 
 @pytest.fixture(scope="module")
-def nan_every_step(logdir):
-    ht.train(logdir / "nan_freq1", train_data=_poisoned(), epochs=3, collect_freq=1, extra=False)
-    return "nan_freq1"
+def nan_every_step(tmp_path_factory):
+    return _made(tmp_path_factory, "nan_freq1",
+                 lambda folder: ht.train(folder, train_data=_poisoned(), epochs=3, collect_freq=1, extra=False))
 
 
 @pytest.fixture(scope="module")
-def nan_every_4(logdir):
-    ht.train(logdir / "nan_freq4", train_data=_poisoned(), epochs=3, collect_freq=4, extra=False)
-    return "nan_freq4"
+def nan_every_4(tmp_path_factory):
+    return _made(tmp_path_factory, "nan_freq4",
+                 lambda folder: ht.train(folder, train_data=_poisoned(), epochs=3, collect_freq=4, extra=False))
 
 
 @pytest.fixture(scope="module")
-def frozen_head(logdir):
+def frozen_head(tmp_path_factory):
     """The classification head gets its own near-zero learning rate through a parameter group."""
-    ht.train(logdir / "frozen_head", optimizer="adam", lr=0.01, head_lr=1e-7, extra=True)
-    return "frozen_head"
+    return _made(tmp_path_factory, "frozen_head",
+                 lambda folder: ht.train(folder, optimizer="adam", lr=0.01, head_lr=1e-7, extra=True))
 
 
 @pytest.fixture(scope="module")
-def zero_lr_head(logdir):
+def zero_lr_head(tmp_path_factory):
     """The head's parameter group has a learning rate of 0 (the optimizer holds it: not frozen to the callbacks);
     the core and diagnostic tiers only: no update ratios, the weight norms must tell."""
-    ht.train(logdir / "zero_lr_head", optimizer="adam", lr=0.01, head_lr=0.0, extra=False)
-    return "zero_lr_head"
+    return _made(tmp_path_factory, "zero_lr_head",
+                 lambda folder: ht.train(folder, optimizer="adam", lr=0.01, head_lr=0.0, extra=False))
 
 
 @pytest.fixture(scope="module")
-def overfit(logdir):
+def overfit(tmp_path_factory):
     """32 training samples with 30% noisy labels, a wider net, 80 epochs; eval loss on 512 held-out samples."""
-    train = ht.classification_data(n=32, features=20, seed=3, noise=0.3)
-    evals = ht.classification_data(n=512, features=20, seed=4, noise=0.3)
-    ht.train(logdir / "overfit", train_data=train, eval_data=evals, epochs=80, lr=0.003, optimizer="adam",
-             hidden=64, collect_freq=2)
-    return "overfit"
+    def train(folder):
+        data = ht.classification_data(n=32, features=20, seed=3, noise=0.3)
+        evals = ht.classification_data(n=512, features=20, seed=4, noise=0.3)
+        ht.train(folder, train_data=data, eval_data=evals, epochs=80, lr=0.003, optimizer="adam", hidden=64,
+                 collect_freq=2)
+    return _made(tmp_path_factory, "overfit", train)
 
 
 @pytest.fixture(scope="module")
-def slow_input(logdir):
+def slow_input(tmp_path_factory):
     """A generator dataset that sleeps 60 ms per batch while a step computes in about 3 ms (20 ms on a loaded
     machine)."""
-    ht.train(logdir / "slow_input", slow_ms=60, epochs=6)
-    return "slow_input"
+    return _made(tmp_path_factory, "slow_input", lambda folder: ht.train(folder, slow_ms=60, epochs=6))
 
 
 CRASH_STEP = 20
 
 
 @pytest.fixture(scope="module")
-def crashed(logdir):
+def crashed(tmp_path_factory):
     """Training raises at step 20 of 48; the process's exit closes the writer (on_train_end never runs)."""
-    monitors = []
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        ht.train(logdir / "crashed", stop_at_step=CRASH_STEP, extra=False, monitors=monitors)
-    monitors[0].close()      # what interpreter exit does for the crashed process (the writer's atexit hook)
-    return "crashed"
+    def train(folder):
+        monitors = []
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            ht.train(folder, stop_at_step=CRASH_STEP, extra=False, monitors=monitors)
+        monitors[0].close()      # what interpreter exit does for the crashed process (the writer's atexit hook)
+    return _made(tmp_path_factory, "crashed", train)
 
 
 @pytest.fixture(scope="module")
 def collector_logdir(tmp_path_factory):
     """MindSpore's own SummaryCollector (``*_MS`` files, ``loss/auto``, weight histograms) with the NaN batch."""
-    root = tmp_path_factory.mktemp("ms_runs")
-    ht.train_collector(root / "collector", _poisoned())
-    return root
+    return made_once(tmp_path_factory, "check_real_runs_ms",
+                     lambda folder: ht.train_collector(folder / "collector", _poisoned()))
 
 
 # -- healthy control -------------------------------------------------------------------------------------------------
