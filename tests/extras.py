@@ -6,8 +6,10 @@ links on ``PYTHONPATH`` (``tb_plugin_mindspore`` and ``tb_mindspore_callbacks`` 
 environment serves every checkout. A test whose environment is missing skips with the command that builds it.
 """
 
+import atexit
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,7 @@ def repo_shim():
     global _SHIM
     if _SHIM is None:
         d = Path(tempfile.mkdtemp(prefix="tbms-shim-"))
+        atexit.register(shutil.rmtree, d, True)  # the test process's own: no folder left per worker and run
         (d / "tb_plugin_mindspore").symlink_to(REPO / "tb_plugin_mindspore")
         (d / "tb_mindspore_callbacks").symlink_to(REPO / "callbacks")
         _SHIM = d
