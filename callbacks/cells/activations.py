@@ -1,15 +1,18 @@
 """Activation probe: the outputs of chosen cells on a few samples, taken by one extra forward pass.
 
 Forward hooks run only in PYNATIVE_MODE, and a PYNATIVE forward pass dispatches every operator from Python: for the
-demo transformer on two CPU cores it costs 130-180 ms for 4 samples, about as much as a whole compiled training
-step of 32. So for the duration of a probe each probed cell's ``construct`` is compiled with ``mindspore.jit``:
-the hooks still see every probed cell's output, and the blocks run as graphs (25-35 ms in all). The first probe
-compiles the blocks once (a few seconds); the compiled blocks are kept per cell, so later probes, later
-``TrainMonitor`` objects on the same network included, reuse them. A cell that cannot be compiled is probed without
+demo transformer on two CPU cores the activation and attention probes cost about 0.25 s of wall time a debug point
+op by op, against 0.07 s with each probed cell's ``construct`` compiled by ``mindspore.jit`` (the hooks still see
+every probed cell's output) after a compile of about 7 s. So a probe runs op by op until its op-by-op passes have
+taken ``COMPILE_AFTER_S`` seconds together, and compiled from then on: the compile is bought once it would pay
+(the ski-rental rule: never more than about twice the cheaper of the two), and a short run never pays it (the
+demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
+objects on the same network included, reuse them at once. A cell that cannot be compiled is probed without
 compiling from then on. The training network itself is untouched: the class's ``construct`` is restored before
 the probe returns, and the probe never runs inside a training step.
 """
 
+import time
 import weakref
 
 from ..common.util import logger
@@ -17,6 +20,9 @@ from ..common.util import logger
 __all__ = ["ActivationProbe", "TorchActivationProbe", "torch_blocks"]
 
 _NONE = object()
+# Seconds of op-by-op passes a probe takes before it compiles its blocks (see the module doc): about what compiling
+# the demo transformer's blocks costs on two CPU cores.
+COMPILE_AFTER_S = 5.0
 # cell -> its compiled construct, or None once compiling it failed (then it runs op by op).
 _COMPILED = weakref.WeakKeyDictionary()
 
@@ -32,6 +38,13 @@ def _compiled(cell):
         return fn
     except TypeError:        # not weak-referenceable: a new wrapper each time rather than never compiling
         return ms.jit(cell.construct)
+
+
+def _is_compiled(cell):
+    try:
+        return _COMPILED.get(cell) is not None
+    except TypeError:
+        return False
 
 
 def _mark_failed(cell):
@@ -77,6 +90,7 @@ class ActivationProbe:
             inner = {id(c) for _, c in cell.cells_and_names() if c is not cell}
             if not inner & probed:
                 self._compile.append(cell)
+        self._op_by_op_s = 0.0       # wall time of the passes run op by op so far
 
     def __call__(self, inputs):
         import mindspore as ms
@@ -102,15 +116,22 @@ class ActivationProbe:
                 ms.set_context(mode=ms.PYNATIVE_MODE)
             net.set_train(False)
             net.set_grad(False)         # no backward graph is recorded for this forward pass
-            try:
-                captured = self._forward(net, sliced, compiled=True)
-            except Exception as e:      # a block MindSpore cannot compile: probe op by op from now on
-                logger.info("tb-mindspore: activations: compiling the probed cells failed (%s); probing them "
-                            "without compiling", str(e).splitlines()[0] if str(e) else type(e).__name__)
-                for cell in self._compile:
-                    _mark_failed(cell)
-                self._compile = []
+            compiled = (self._op_by_op_s >= COMPILE_AFTER_S
+                        or (self._compile and all(_is_compiled(c) for c in self._compile)))
+            if compiled:
+                try:
+                    captured = self._forward(net, sliced, compiled=True)
+                except Exception as e:      # a block MindSpore cannot compile: probe op by op from now on
+                    logger.info("tb-mindspore: activations: compiling the probed cells failed (%s); probing them "
+                                "without compiling", str(e).splitlines()[0] if str(e) else type(e).__name__)
+                    for cell in self._compile:
+                        _mark_failed(cell)
+                    self._compile = []
+                    captured = self._forward(net, sliced, compiled=False)
+            else:
+                started = time.perf_counter()
                 captured = self._forward(net, sliced, compiled=False)
+                self._op_by_op_s += time.perf_counter() - started
         finally:
             net.set_grad(needed_grad)
             net.set_train(was_training)

@@ -1,5 +1,5 @@
-"""The activation probe (``callbacks/activations.py``): exact outputs of nested and uncompilable cells, the training
-network left as it was, compiled blocks reused."""
+"""The activation probe (``callbacks/cells/activations.py``): exact outputs of nested and uncompilable cells, the
+training network left as it was, op by op until compiling pays, compiled blocks reused."""
 
 import numpy as np
 import pytest
@@ -70,8 +70,14 @@ def _expected(net, x, untraceable):
     return {"block.fc": fc, "block": block, "odd": odd, "head": head}
 
 
+@pytest.fixture
+def compile_at_once(monkeypatch):
+    """Probes compile their blocks at the first pass (no op-by-op passes first)."""
+    monkeypatch.setattr(activations, "COMPILE_AFTER_S", 0.0)
+
+
 @pytest.mark.parametrize("start_mode,untraceable", [("graph", True), ("pynative", True), ("graph", False)])
-def test_probe_captures_exact_outputs_and_restores_everything(start_mode, untraceable):
+def test_probe_captures_exact_outputs_and_restores_everything(start_mode, untraceable, compile_at_once):
     set_mode(start_mode)
     try:
         net = Net(seed=0, untraceable=untraceable)
@@ -101,8 +107,35 @@ def test_probe_captures_exact_outputs_and_restores_everything(start_mode, untrac
         set_mode("graph")
 
 
+def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeypatch):
+    """A probe's first passes run op by op (nothing compiled: a short run never pays the compile); once they have
+    taken ``COMPILE_AFTER_S`` together, the blocks are compiled, with the same outputs."""
+    set_mode("graph")
+    net = Net(seed=0, untraceable=False)
+    cells = [("block", net.block), ("odd", net.odd), ("head", net.head)]
+    probe = ActivationProbe(net, cells, samples=3)
+    x = Tensor(np.random.RandomState(1).randn(5, 4).astype(np.float32))
+    first = probe([x])
+    second = probe([x])
+    assert probe._op_by_op_s > 0
+    assert all(activations._COMPILED.get(c, "absent") == "absent" for _, c in cells)
+    monkeypatch.setattr(activations, "COMPILE_AFTER_S", probe._op_by_op_s)     # the op-by-op passes have paid it
+    spent = probe._op_by_op_s
+    third = probe([x])
+    assert probe._op_by_op_s == spent
+    assert all(activations._COMPILED.get(c) is not None for _, c in cells)
+    for name in first:
+        np.testing.assert_array_equal(second[name], first[name])
+        np.testing.assert_allclose(third[name], first[name], rtol=1e-6, atol=1e-6, err_msg=name)
+    # A new probe on the same network starts compiled: its blocks are compiled already.
+    monkeypatch.setattr(activations, "COMPILE_AFTER_S", 1e9)
+    again = ActivationProbe(net, cells, samples=3)
+    again([x])
+    assert again._op_by_op_s == 0
+
+
 @pytest.mark.slow
-def test_probe_leaves_training_unchanged_and_reuses_compiled_blocks(mode):
+def test_probe_leaves_training_unchanged_and_reuses_compiled_blocks(mode, compile_at_once):
     """A network probed between steps trains bit-identically to an unprobed one; a second probe (a new monitor on
     the same network) reuses the compiled blocks."""
     nets = [Net(seed=3, untraceable=False), Net(seed=3, untraceable=False)]
