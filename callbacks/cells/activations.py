@@ -4,9 +4,8 @@ Forward hooks run only in PYNATIVE_MODE, and a PYNATIVE forward pass dispatches 
 demo transformer on two CPU cores the activation and attention probes cost about 0.25 s of wall time a debug point
 op by op, against 0.07 s with each probed cell's ``construct`` compiled by ``mindspore.jit`` (the hooks still see
 every probed cell's output) after a compile of about 7 s. So a probe runs op by op until its op-by-op passes have
-taken ``COMPILE_AFTER_S`` seconds together, and compiled from then on: the compile is bought once it would pay
-(the ski-rental rule: never more than about twice the cheaper of the two), and a short run never pays it (the
-demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
+taken ``tiering.COMPILE_AFTER_S`` seconds together, and compiled from then on (``tiering.py``): a short run never
+pays the compile (the demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
 objects on the same network included, reuse them at once. A cell that cannot be compiled is probed without
 compiling from then on. The training network itself is untouched: the class's ``construct`` is restored before
 the probe returns, and the probe never runs inside a training step.
@@ -16,13 +15,11 @@ import time
 import weakref
 
 from ..common.util import logger
+from . import tiering
 
 __all__ = ["ActivationProbe", "TorchActivationProbe", "torch_blocks"]
 
 _NONE = object()
-# Seconds of op-by-op passes a probe takes before it compiles its blocks (see the module doc): about what compiling
-# the demo transformer's blocks costs on two CPU cores.
-COMPILE_AFTER_S = 5.0
 # cell -> its compiled construct, or None once compiling it failed (then it runs op by op).
 _COMPILED = weakref.WeakKeyDictionary()
 
@@ -93,7 +90,6 @@ class ActivationProbe:
         self._op_by_op_s = 0.0       # wall time of the passes run op by op so far
 
     def __call__(self, inputs):
-        import mindspore as ms
         from mindspore import Tensor, nn
 
         if not self.cells or inputs is None:
@@ -109,34 +105,30 @@ class ActivationProbe:
         else:
             # A loop's inputs=(data, label) with network= its backbone: the columns past what it takes are labels.
             sliced = sliced[:_positional_count(net, len(sliced))]
-        mode = ms.get_context("mode")
         was_training, needed_grad = net.training, net.requires_grad
+        compiled = (self._op_by_op_s >= tiering.COMPILE_AFTER_S
+                    or (self._compile and all(_is_compiled(c) for c in self._compile)))
+        started = time.perf_counter()
         try:
-            if mode != ms.PYNATIVE_MODE:
-                ms.set_context(mode=ms.PYNATIVE_MODE)
             net.set_train(False)
             net.set_grad(False)         # no backward graph is recorded for this forward pass
-            compiled = (self._op_by_op_s >= COMPILE_AFTER_S
-                        or (self._compile and all(_is_compiled(c) for c in self._compile)))
-            if compiled:
+            with tiering.pynative():
                 try:
-                    captured = self._forward(net, sliced, compiled=True)
-                except Exception as e:      # a block MindSpore cannot compile: probe op by op from now on
+                    captured = self._forward(net, sliced, compiled=compiled)
+                except Exception as e:  # a block MindSpore cannot compile: probe op by op from now on
+                    if not compiled:
+                        raise
                     logger.info("tb-mindspore: activations: compiling the probed cells failed (%s); probing them "
                                 "without compiling", str(e).splitlines()[0] if str(e) else type(e).__name__)
                     for cell in self._compile:
                         _mark_failed(cell)
                     self._compile = []
                     captured = self._forward(net, sliced, compiled=False)
-            else:
-                started = time.perf_counter()
-                captured = self._forward(net, sliced, compiled=False)
-                self._op_by_op_s += time.perf_counter() - started
         finally:
             net.set_grad(needed_grad)
             net.set_train(was_training)
-            if mode != ms.PYNATIVE_MODE:
-                ms.set_context(mode=mode)
+        if not compiled:
+            self._op_by_op_s += time.perf_counter() - started
         if self.take_inputs:
             return {name: tuple(t.asnumpy() if isinstance(t, Tensor) else t for t in captured[name])
                     for name, _ in self.cells if name in captured}

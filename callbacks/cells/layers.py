@@ -3,8 +3,9 @@
 A *layer* is one MindSpore parameter, named by its parameter name (``encoder.0.dense1.weight``): names are stable
 across runs and readable. :class:`LayerSelection` picks them by regex; every statistic over them is one compiled
 computation over all selected parameters at once (one launch, one small vector back to the host), never an
-``asnumpy()`` of the parameters themselves. The cells' ``construct`` is compiled in PYNATIVE_MODE too
-(``mindspore.jit``): op by op, a norm per parameter would be hundreds of launches.
+``asnumpy()`` of the parameters themselves. The cells run op by op for their first calls and compiled after
+(``tiering.OpByOpFirst``: a short run never pays their compile); compiled, also in PYNATIVE_MODE (``mindspore.jit``),
+since op by op a norm per parameter is hundreds of launches.
 """
 
 import re
@@ -17,6 +18,7 @@ from mindspore.ops import composite as C
 
 from tb_plugin_mindspore.contract import layers as layers_contract
 
+from .tiering import OpByOpFirst
 from .train_cell import norm_plan, square_sums
 
 __all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
@@ -147,7 +149,8 @@ def _bound(cls, tensors):
 
 class _Bound:
     """A compiled cell over tensors that are not Parameters: called with them as one variable input
-    (``mindspore.mutable``, so it is compiled once and reads their current values at every call)."""
+    (``mindspore.mutable``, so it is compiled once and reads their current values at every call). Compiled from
+    the first call: such tensors (MindNLP's ``mindtorch`` ones) do not run MindSpore's operators op by op."""
 
     def __init__(self, cell, tensors):
         self.cell = cell
@@ -211,7 +214,7 @@ class _UpdateRatioOf(nn.Cell):
         return diff / before, after
 
 
-class WeightNorms(nn.Cell):
+class WeightNorms(OpByOpFirst):
     """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation (a few kernels
     per group of parameters, ``train_cell.square_sums``)."""
 
@@ -225,7 +228,7 @@ class WeightNorms(nn.Cell):
         return ops.sqrt(square_sums(self.params, self._groups))
 
 
-class Snapshot(nn.Cell):
+class Snapshot(OpByOpFirst):
     """Keeps a copy of the parameters (``tbms_before.<name>``); ``construct()`` refreshes it on the device.
 
     Memory: one float32 copy of the selected parameters.
@@ -245,7 +248,7 @@ class Snapshot(nn.Cell):
         return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, self.params))
 
 
-class UpdateRatio(nn.Cell):
+class UpdateRatio(OpByOpFirst):
     """``construct() -> (ratio float32[n], norm_after float32[n])`` against a :class:`Snapshot`.
 
     ratio_i = ||w_i(now) - w_i(snapshot)|| / ||w_i(snapshot)||: the real change made by the optimizer (Adam's

@@ -7,7 +7,7 @@ import pytest
 ms = pytest.importorskip("mindspore")
 from mindspore import Tensor, nn  # noqa: E402
 
-from tb_mindspore_callbacks.cells import activations  # noqa: E402
+from tb_mindspore_callbacks.cells import activations, tiering  # noqa: E402
 from tb_mindspore_callbacks.cells.activations import ActivationProbe  # noqa: E402
 
 from cb_helpers import set_mode  # noqa: E402
@@ -73,7 +73,7 @@ def _expected(net, x, untraceable):
 @pytest.fixture
 def compile_at_once(monkeypatch):
     """Probes compile their blocks at the first pass (no op-by-op passes first)."""
-    monkeypatch.setattr(activations, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_S", 0.0)
 
 
 @pytest.mark.parametrize("start_mode,untraceable", [("graph", True), ("pynative", True), ("graph", False)])
@@ -119,7 +119,7 @@ def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeyp
     second = probe([x])
     assert probe._op_by_op_s > 0
     assert all(activations._COMPILED.get(c, "absent") == "absent" for _, c in cells)
-    monkeypatch.setattr(activations, "COMPILE_AFTER_S", probe._op_by_op_s)     # the op-by-op passes have paid it
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_S", probe._op_by_op_s)     # the op-by-op passes have paid it
     spent = probe._op_by_op_s
     third = probe([x])
     assert probe._op_by_op_s == spent
@@ -128,7 +128,7 @@ def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeyp
         np.testing.assert_array_equal(second[name], first[name])
         np.testing.assert_allclose(third[name], first[name], rtol=1e-6, atol=1e-6, err_msg=name)
     # A new probe on the same network starts compiled: its blocks are compiled already.
-    monkeypatch.setattr(activations, "COMPILE_AFTER_S", 1e9)
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_S", 1e9)
     again = ActivationProbe(net, cells, samples=3)
     again([x])
     assert again._op_by_op_s == 0
