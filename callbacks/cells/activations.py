@@ -3,14 +3,14 @@
 Forward hooks run only in PYNATIVE_MODE, and a PYNATIVE forward pass dispatches every operator from Python: for the
 demo transformer on two CPU cores the activation and attention probes cost about 0.25 s of wall time a debug point
 op by op, against 0.07 s with each probed cell's ``construct`` compiled by ``mindspore.jit`` (the hooks still see
-every probed cell's output) after a compile of about 7 s. So a probe runs op by op until its op-by-op passes have
-taken ``tiering.COMPILE_AFTER_S`` seconds together, and compiled from then on (``tiering.py``): a short run never
-pays the compile (the demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
+every probed cell's output) after a compile of about 7 s. So a probe runs op by op for its first passes and compiled
+from then on (``tiering.py``): a short run never pays the compile (the demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
 objects on the same network included, reuse them at once. A cell that cannot be compiled is probed without
 compiling from then on. The training network itself is untouched: the class's ``construct`` is restored before
 the probe returns, and the probe never runs inside a training step.
 """
 
+import contextlib
 import time
 import weakref
 
@@ -87,7 +87,7 @@ class ActivationProbe:
             inner = {id(c) for _, c in cell.cells_and_names() if c is not cell}
             if not inner & probed:
                 self._compile.append(cell)
-        self._op_by_op_s = 0.0       # wall time of the passes run op by op so far
+        self._op_by_op = [0, 0.0]    # passes run op by op so far, their wall time together
 
     def __call__(self, inputs):
         from mindspore import Tensor, nn
@@ -106,13 +106,14 @@ class ActivationProbe:
             # A loop's inputs=(data, label) with network= its backbone: the columns past what it takes are labels.
             sliced = sliced[:_positional_count(net, len(sliced))]
         was_training, needed_grad = net.training, net.requires_grad
-        compiled = (self._op_by_op_s >= tiering.COMPILE_AFTER_S
+        compiled = (tiering.due(*self._op_by_op)
                     or (self._compile and all(_is_compiled(c) for c in self._compile)))
         started = time.perf_counter()
         try:
             net.set_train(False)
             net.set_grad(False)         # no backward graph is recorded for this forward pass
-            with tiering.pynative():
+            first = compiled and not all(_is_compiled(c) for c in self._compile)
+            with tiering.pynative(), (tiering.compiling() if first else contextlib.nullcontext()):
                 try:
                     captured = self._forward(net, sliced, compiled=compiled)
                 except Exception as e:  # a block MindSpore cannot compile: probe op by op from now on
@@ -128,7 +129,8 @@ class ActivationProbe:
             net.set_grad(needed_grad)
             net.set_train(was_training)
         if not compiled:
-            self._op_by_op_s += time.perf_counter() - started
+            self._op_by_op[0] += 1
+            self._op_by_op[1] += time.perf_counter() - started
         if self.take_inputs:
             return {name: tuple(t.asnumpy() if isinstance(t, Tensor) else t for t in captured[name])
                     for name, _ in self.cells if name in captured}

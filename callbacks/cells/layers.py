@@ -18,7 +18,7 @@ from mindspore.ops import composite as C
 
 from tb_plugin_mindspore.contract import layers as layers_contract
 
-from .tiering import OpByOpFirst
+from .tiering import OpByOpFirst, compiling
 from .train_cell import norm_plan, square_sums
 
 __all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
@@ -152,12 +152,19 @@ class _Bound:
     (``mindspore.mutable``, so it is compiled once and reads their current values at every call). Compiled from
     the first call: such tensors (MindNLP's ``mindtorch`` ones) do not run MindSpore's operators op by op."""
 
+    compiled = False        # True after the first call (which compiled it)
+
     def __init__(self, cell, tensors):
         self.cell = cell
         self.tensors = tuple(tensors)
 
     def __call__(self):
-        return self.cell(ms.mutable(self.tensors))
+        if self.compiled:
+            return self.cell(ms.mutable(self.tensors))
+        with compiling():
+            out = self.cell(ms.mutable(self.tensors))
+        self.compiled = True
+        return out
 
 
 _KEPT_COPIES = [0]

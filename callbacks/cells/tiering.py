@@ -6,8 +6,11 @@ norms 1.3 s to compile, about 10 ms a call op by op; the activation and attentio
 a debug point), and a compiled call is cheaper than an op-by-op one. A run that calls such a graph a few times (the
 demo's 8 diagnostic and debug points, most short runs and tests) is better off never compiling it, one that calls it
 thousands of times is better off compiling it at once, and neither is known in advance. So each graph runs op by op
-until those calls have taken ``COMPILE_AFTER_S`` seconds of wall time together, and compiled from then on (the
-ski-rental rule: a run pays at most that budget more than the better of the two choices would have cost it).
+for its first ``COMPILE_AFTER_CALLS`` calls or until they have taken ``COMPILE_AFTER_S`` seconds of wall time
+together, whichever comes first, and compiled from then on (the ski-rental rule: a run pays at most that budget more
+than the better of the two choices would have cost it). A compile costs 30-150 op-by-op calls of the same graph
+here (the probes about 30, the weight norms 60-150), so 20 calls compile a little early rather than late: a graph
+called at every step (``Diagnostic(every=1)``) pays 20 cheap calls before its compile, not two seconds of them.
 """
 
 import contextlib
@@ -16,9 +19,36 @@ import time
 
 from mindspore import nn
 
-__all__ = ["COMPILE_AFTER_S", "OpByOpFirst", "pynative"]
+__all__ = ["COMPILE_AFTER_CALLS", "COMPILE_AFTER_S", "OpByOpFirst", "compile_time", "compiling", "due",
+           "pynative"]
 
+COMPILE_AFTER_CALLS = 20
 COMPILE_AFTER_S = 2.0
+
+# Wall and calling-thread CPU seconds of the calls that compiled one of these graphs, in this process.
+_COMPILES = [0.0, 0.0]
+
+
+def compile_time():
+    """``(wall, cpu)``: seconds the calls that compiled a monitoring graph took so far in this process (CPU time of
+    the calling thread): one-off time that the monitor keeps out of the recording's cost (core/compile_ms)."""
+    return tuple(_COMPILES)
+
+
+def due(calls, seconds):
+    """Whether a graph called op by op ``calls`` times, taking ``seconds`` of wall time together, is compiled now."""
+    return calls >= COMPILE_AFTER_CALLS or seconds >= COMPILE_AFTER_S
+
+
+@contextlib.contextmanager
+def compiling():
+    """Counts the block's time in :func:`compile_time` (a call that compiles a monitoring graph)."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    try:
+        yield
+    finally:
+        _COMPILES[0] += time.perf_counter() - wall
+        _COMPILES[1] += time.thread_time() - cpu
 
 
 @contextlib.contextmanager
@@ -37,17 +67,24 @@ def pynative():
 
 
 class OpByOpFirst(nn.Cell):
-    """A cell whose calls run its ``construct`` op by op (PYNATIVE_MODE, its ``mindspore.jit`` left out) until they
-    have taken ``COMPILE_AFTER_S`` together, and compiled from then on (in either mode). The same values either way.
-    """
+    """A cell whose calls run its ``construct`` op by op (PYNATIVE_MODE, its ``mindspore.jit`` left out) until
+    :func:`due`, and compiled from then on (in either mode). The same values either way."""
 
-    op_by_op_s = 0.0        # wall time of the calls run op by op so far (per instance once set)
+    op_by_op_calls = 0      # calls run op by op so far (per instance once set)
+    op_by_op_s = 0.0        # their wall time together
+    compiled = False        # True once a call ran compiled (the first such call compiled the cell)
 
     def __call__(self, *args):
-        if self.op_by_op_s >= COMPILE_AFTER_S:
-            return super().__call__(*args)
+        if due(self.op_by_op_calls, self.op_by_op_s):
+            if self.compiled:
+                return super().__call__(*args)
+            with compiling():
+                out = super().__call__(*args)
+            self.compiled = True
+            return out
         started = time.perf_counter()
         with pynative():
             out = inspect.unwrap(type(self).construct)(self, *args)
         self.op_by_op_s += time.perf_counter() - started
+        self.op_by_op_calls += 1
         return out

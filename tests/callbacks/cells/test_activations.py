@@ -107,9 +107,11 @@ def test_probe_captures_exact_outputs_and_restores_everything(start_mode, untrac
         set_mode("graph")
 
 
-def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeypatch):
-    """A probe's first passes run op by op (nothing compiled: a short run never pays the compile); once they have
-    taken ``COMPILE_AFTER_S`` together, the blocks are compiled, with the same outputs."""
+@pytest.mark.parametrize("budget", ["calls", "seconds"])
+def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeypatch, budget):
+    """A probe's first passes run op by op (nothing compiled: a short run never pays the compile); after
+    ``COMPILE_AFTER_CALLS`` of them, or once they have taken ``COMPILE_AFTER_S`` together, the blocks are compiled,
+    with the same outputs."""
     set_mode("graph")
     net = Net(seed=0, untraceable=False)
     cells = [("block", net.block), ("odd", net.odd), ("head", net.head)]
@@ -117,21 +119,29 @@ def test_probe_runs_op_by_op_until_that_has_cost_a_compile_then_compiles(monkeyp
     x = Tensor(np.random.RandomState(1).randn(5, 4).astype(np.float32))
     first = probe([x])
     second = probe([x])
-    assert probe._op_by_op_s > 0
+    calls, spent = probe._op_by_op
+    assert calls == 2 and spent > 0
     assert all(activations._COMPILED.get(c, "absent") == "absent" for _, c in cells)
-    monkeypatch.setattr(tiering, "COMPILE_AFTER_S", probe._op_by_op_s)     # the op-by-op passes have paid it
-    spent = probe._op_by_op_s
+    # The op-by-op passes have paid the compile.
+    if budget == "calls":
+        monkeypatch.setattr(tiering, "COMPILE_AFTER_CALLS", 2)
+    else:
+        monkeypatch.setattr(tiering, "COMPILE_AFTER_S", spent)
+    compiles = tiering.compile_time()
     third = probe([x])
-    assert probe._op_by_op_s == spent
+    assert probe._op_by_op == [calls, spent]
     assert all(activations._COMPILED.get(c) is not None for _, c in cells)
+    assert tiering.compile_time()[0] > compiles[0]      # counted as compile time
     for name in first:
         np.testing.assert_array_equal(second[name], first[name])
         np.testing.assert_allclose(third[name], first[name], rtol=1e-6, atol=1e-6, err_msg=name)
     # A new probe on the same network starts compiled: its blocks are compiled already.
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_CALLS", 10 ** 9)
     monkeypatch.setattr(tiering, "COMPILE_AFTER_S", 1e9)
     again = ActivationProbe(net, cells, samples=3)
+    compiles = tiering.compile_time()
     again([x])
-    assert again._op_by_op_s == 0
+    assert again._op_by_op == [0, 0.0] and tiering.compile_time() == compiles
 
 
 @pytest.mark.slow

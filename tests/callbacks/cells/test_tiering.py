@@ -1,7 +1,7 @@
-"""The monitors' own graphs run op by op first and compiled once that has cost ``COMPILE_AFTER_S``
-(``callbacks/cells/tiering.py``): the same weight norms and update ratios either way, in both modes, the global
-mode left as it was. (Plain tensors, a torch-style module's, are compiled from the first call: MindNLP's do not run
-MindSpore's operators op by op; tests/callbacks/test_mindnlp.py.)"""
+"""The monitors' own graphs run op by op first and compiled after ``COMPILE_AFTER_CALLS`` such calls or
+``COMPILE_AFTER_S`` of them (``callbacks/cells/tiering.py``): the same weight norms and update ratios either way,
+in both modes, the global mode left as it was. (Plain tensors, a torch-style module's, are compiled from the first
+call: MindNLP's do not run MindSpore's operators op by op; tests/callbacks/test_mindnlp.py.)"""
 
 import numpy as np
 import pytest
@@ -29,6 +29,7 @@ def test_weight_norms_and_update_ratio_are_the_same_op_by_op_and_compiled(mode, 
     cells = [norms, snapshot, ratio]
     before = [p.asnumpy().astype(np.float64) for p in params]
     results = []
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_CALLS", 10 ** 9)
     for budget in (1e9, 0.0):               # op by op, then compiled
         monkeypatch.setattr(tiering, "COMPILE_AFTER_S", budget)
         spent = [c.op_by_op_s for c in cells]
@@ -52,15 +53,28 @@ def test_weight_norms_and_update_ratio_are_the_same_op_by_op_and_compiled(mode, 
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
 
 
-def test_a_cell_compiles_once_its_op_by_op_calls_have_taken_the_budget(monkeypatch):
+@pytest.mark.parametrize("budget", ["calls", "seconds"])
+def test_a_cell_compiles_after_its_op_by_op_calls_have_paid_for_it(monkeypatch, budget):
     ms.set_context(mode=ms.GRAPH_MODE)
-    params = _values(seed=3)
+    params = _values(seed=3 if budget == "calls" else 4)
     norms = WeightNorms(params)
+    compiles = tiering.compile_time()
     first = norms().asnumpy()
-    spent = norms.op_by_op_s
-    assert spent > 0 and not norms.compile_cache
-    monkeypatch.setattr(tiering, "COMPILE_AFTER_S", spent)
+    norms()
+    calls, spent = norms.op_by_op_calls, norms.op_by_op_s
+    assert calls == 2 and spent > 0 and not norms.compile_cache and not norms.compiled
+    assert tiering.compile_time() == compiles           # an op-by-op call is no compile
+    if budget == "calls":
+        monkeypatch.setattr(tiering, "COMPILE_AFTER_CALLS", 2)
+    else:
+        monkeypatch.setattr(tiering, "COMPILE_AFTER_S", spent)
     second = norms().asnumpy()
-    assert norms.op_by_op_s == spent and norms.compile_cache      # compiled now
+    assert (norms.op_by_op_calls, norms.op_by_op_s) == (calls, spent)
+    assert norms.compile_cache and norms.compiled      # compiled now
+    wall, cpu = (now - before for now, before in zip(tiering.compile_time(), compiles))
+    assert wall > 0 and cpu > 0                         # counted as compile time (kept out of the recording cost)
+    compiles = tiering.compile_time()
+    norms()
+    assert tiering.compile_time() == compiles           # a compiled call after it is no compile either
     np.testing.assert_allclose(second, first, rtol=1e-6)
     np.testing.assert_allclose(first, _norms(params), rtol=1e-5)
