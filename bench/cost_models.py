@@ -1,4 +1,5 @@
-"""The models of the cost benchmarks (``bench/step_cost.py``, ``bench/cost_table.py``, ``bench/paired.py``).
+"""The models of the cost benchmarks (``bench/step_cost.py``, ``bench/cost_table.py``, ``bench/paired.py``), and
+their steady-state setting of the monitors (:func:`steady_state`).
 
 ``demo``: the demo's 2-layer transformer classifier (0.4M parameters, ``bench/overhead.py``'s model); ``demo-b8``:
 the same model on batches of 8 (the same parameters and so the same monitoring work, a step of about 55 ms on
@@ -12,6 +13,15 @@ cycled (no dataset pipeline in the loop).
 """
 
 import numpy as np
+
+
+def steady_state():
+    """The monitors' own graphs (weight norms, update ratios, probes) compiled at their first call, as before
+    ``callbacks/cells/tiering.py`` ran them op by op first: these benchmarks time the steady cost of recording after
+    a warm-up, and the op-by-op calls and the deferred compile would otherwise fall in the timed steps."""
+    from tb_mindspore_callbacks.cells import tiering
+
+    tiering.COMPILE_AFTER_CALLS = 0
 
 # name: (input width, hidden width); six hidden layers, ten classes.
 MLP_SIZES = {"0.1m": (64, 130), "1m": (256, 400), "4m": (512, 800), "10m": (1024, 1300)}

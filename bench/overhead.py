@@ -88,8 +88,12 @@ def _parts(model_config):
 
 
 def _monitor_kwargs(tier, warm, debug_freq):
-    """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due)."""
+    """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due, and
+    the monitors' own graphs compile at their first call: ``cost_models.steady_state``)."""
+    from cost_models import steady_state
     from tb_mindspore_callbacks import Debug, Diagnostic, Storage
+
+    steady_state()
 
     freq = 1 if warm else 10
     kwargs = {"collect_freq": freq, "diagnostic": Diagnostic(every=freq), "storage": Storage(registry=None)}

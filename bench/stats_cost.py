@@ -139,6 +139,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--calls", type=int, default=40)
     args = parser.parse_args(argv)
+    cost_models.steady_state()
     cost_models.check_size(args.size)
     rows = [measure(args.size, args.mode, entry, args.rounds, args.calls) for entry in args.entries.split(",")]
     print("| entry point | mode | model | bare call CPU ms | monitored call CPU ms | statistics CPU ms/call "

@@ -85,9 +85,10 @@ def used_by_name(before, after):
 
 def monitor_settings(tier, entry):
     """The monitor's keyword arguments: its defaults (``core_diag``), plus ``debug="all"`` (``core_diag_debug``);
-    no ``experiments.md`` registry line."""
+    no ``experiments.md`` registry line; the monitors' graphs compiled at their first call (``steady_state``)."""
     from tb_mindspore_callbacks import Debug, Storage
 
+    cost_models.steady_state()
     if tier not in ("core_diag", "core_diag_debug"):
         raise SystemExit("unknown tier %r (core_diag, core_diag_debug)" % tier)
     kwargs = {"storage": Storage(registry=None)}
