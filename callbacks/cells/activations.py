@@ -4,10 +4,11 @@ Forward hooks run only in PYNATIVE_MODE, and a PYNATIVE forward pass dispatches 
 demo transformer on two CPU cores the activation and attention probes cost about 0.25 s of wall time a debug point
 op by op, against 0.07 s with each probed cell's ``construct`` compiled by ``mindspore.jit`` (the hooks still see
 every probed cell's output) after a compile of about 7 s. So a probe runs op by op for its first passes and compiled
-from then on (``tiering.py``): a short run never pays the compile (the demo's 8 debug points, most tests). The compiled blocks are kept per cell, so later probes, later ``TrainMonitor``
-objects on the same network included, reuse them at once. A cell that cannot be compiled is probed without
-compiling from then on. The training network itself is untouched: the class's ``construct`` is restored before
-the probe returns, and the probe never runs inside a training step.
+from then on (``tiering.py``): a short run never pays the compile (the demo's 8 debug points, most tests). The
+compiled blocks are kept per cell, so later probes, later ``TrainMonitor`` objects on the same network included,
+reuse them at once. A cell that cannot be compiled is probed without compiling from then on. The training network
+itself is untouched: the class's ``construct`` is restored before the probe returns, and the probe never runs inside
+a training step.
 """
 
 import contextlib
