@@ -16,9 +16,9 @@ import numpy as np
 
 
 def steady_state():
-    """The monitors' own graphs (weight norms, update ratios, probes) compiled at their first call, as before
+    """The activation and attention probes' blocks compiled at their first pass, as before
     ``callbacks/cells/tiering.py`` ran them op by op first: these benchmarks time the steady cost of recording after
-    a warm-up, and the op-by-op calls and the deferred compile would otherwise fall in the timed steps."""
+    a warm-up, and the op-by-op passes and the deferred compile would otherwise fall in the timed steps."""
     from tb_mindspore_callbacks.cells import tiering
 
     tiering.COMPILE_AFTER_CALLS = 0

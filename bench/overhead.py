@@ -89,7 +89,7 @@ def _parts(model_config):
 
 def _monitor_kwargs(tier, warm, debug_freq):
     """TrainMonitor / LoopMonitor settings of a tier (the warm-up run compiles everything: every point is due, and
-    the monitors' own graphs compile at their first call: ``cost_models.steady_state``)."""
+    the probes' blocks compile at their first pass: ``cost_models.steady_state``)."""
     from cost_models import steady_state
     from tb_mindspore_callbacks import Debug, Diagnostic, Storage
 

@@ -85,7 +85,7 @@ def used_by_name(before, after):
 
 def monitor_settings(tier, entry):
     """The monitor's keyword arguments: its defaults (``core_diag``), plus ``debug="all"`` (``core_diag_debug``);
-    no ``experiments.md`` registry line; the monitors' graphs compiled at their first call (``steady_state``)."""
+    no ``experiments.md`` registry line; the probes' blocks compiled at their first pass (``steady_state``)."""
     from tb_mindspore_callbacks import Debug, Storage
 
     cost_models.steady_state()

@@ -3,9 +3,8 @@
 A *layer* is one MindSpore parameter, named by its parameter name (``encoder.0.dense1.weight``): names are stable
 across runs and readable. :class:`LayerSelection` picks them by regex; every statistic over them is one compiled
 computation over all selected parameters at once (one launch, one small vector back to the host), never an
-``asnumpy()`` of the parameters themselves. The cells run op by op for their first calls and compiled after
-(``tiering.OpByOpFirst``: a short run never pays their compile); compiled, also in PYNATIVE_MODE (``mindspore.jit``),
-since op by op a norm per parameter is hundreds of launches.
+``asnumpy()`` of the parameters themselves. The cells' ``construct`` is compiled in PYNATIVE_MODE too
+(``mindspore.jit``): op by op, a norm per parameter would be hundreds of launches.
 """
 
 import re
@@ -18,7 +17,6 @@ from mindspore.ops import composite as C
 
 from tb_plugin_mindspore.contract import layers as layers_contract
 
-from .tiering import OpByOpFirst, compiling
 from .train_cell import norm_plan, square_sums
 
 __all__ = ["LayerSelection", "WeightNorms", "Snapshot", "UpdateRatio", "DEFAULT_MAX_LAYERS", "cached"]
@@ -149,22 +147,14 @@ def _bound(cls, tensors):
 
 class _Bound:
     """A compiled cell over tensors that are not Parameters: called with them as one variable input
-    (``mindspore.mutable``, so it is compiled once and reads their current values at every call). Compiled from
-    the first call: such tensors (MindNLP's ``mindtorch`` ones) do not run MindSpore's operators op by op."""
-
-    compiled = False        # True after the first call (which compiled it)
+    (``mindspore.mutable``, so it is compiled once and reads their current values at every call)."""
 
     def __init__(self, cell, tensors):
         self.cell = cell
         self.tensors = tuple(tensors)
 
     def __call__(self):
-        if self.compiled:
-            return self.cell(ms.mutable(self.tensors))
-        with compiling():
-            out = self.cell(ms.mutable(self.tensors))
-        self.compiled = True
-        return out
+        return self.cell(ms.mutable(self.tensors))
 
 
 _KEPT_COPIES = [0]
@@ -221,7 +211,7 @@ class _UpdateRatioOf(nn.Cell):
         return diff / before, after
 
 
-class WeightNorms(OpByOpFirst):
+class WeightNorms(nn.Cell):
     """``construct() -> float32[n]``: the L2 norm of each parameter, in one compiled computation (a few kernels
     per group of parameters, ``train_cell.square_sums``)."""
 
@@ -235,7 +225,7 @@ class WeightNorms(OpByOpFirst):
         return ops.sqrt(square_sums(self.params, self._groups))
 
 
-class Snapshot(OpByOpFirst):
+class Snapshot(nn.Cell):
     """Keeps a copy of the parameters (``tbms_before.<name>``); ``construct()`` refreshes it on the device.
 
     Memory: one float32 copy of the selected parameters.
@@ -255,7 +245,7 @@ class Snapshot(OpByOpFirst):
         return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, self.params))
 
 
-class UpdateRatio(OpByOpFirst):
+class UpdateRatio(nn.Cell):
     """``construct() -> (ratio float32[n], norm_after float32[n])`` against a :class:`Snapshot`.
 
     ratio_i = ||w_i(now) - w_i(snapshot)|| / ||w_i(snapshot)||: the real change made by the optimizer (Adam's

@@ -1,27 +1,25 @@
-"""Op by op first, compiled once that has cost about a compile: the rule for the monitors' own small graphs (weight
-norms, the update ratio's snapshot and ratio) and the activation probe's blocks.
+"""Op by op first, compiled once that would pay: the rule for the activation and attention probes' blocks
+(``activations.py``), and the count of the time their deferred compiles took.
 
-Compiling one of them costs far more than running it once op by op (two CPU cores: an 8-tensor MLP's weight norms
-0.36 s to compile against 11 ms a call op by op and 0.4 ms compiled; the demo transformer's 1.3 s; the activation
-and attention probes' blocks 7 s against 0.25 s a debug point op by op and 0.07 s compiled). A run that calls such a
-graph a few times (the demo's 8 diagnostic and debug points, most short runs and tests) is better off never
-compiling it, one that calls it thousands of times is better off compiling it at once, and neither is known in
-advance. So each graph runs op by op for its first ``COMPILE_AFTER_CALLS`` calls or until they have taken
-``COMPILE_AFTER_S`` seconds of wall time together, whichever comes first, and compiled from then on (the ski-rental
-rule: a run pays at most that budget more than the better of the two choices would have cost it). A compile costs
-25-150 op-by-op calls of the same graph here (the probes about 30, the weight norms 25-130, the update ratio's
-snapshot about 35), so 20 calls compile a little early rather than late: a graph called at every step
-(``Diagnostic(every=1)``) pays 20 cheap calls before its compile, not two seconds of them.
+Compiling the probed blocks costs far more than probing once op by op (two CPU cores, the demo transformer: 7 s
+against 0.25 s a debug point op by op and 0.07 s compiled). A run that probes a few times (the demo's 8 debug
+points, most short runs and tests) is better off never compiling them, one that probes thousands of times is better
+off compiling at once, and neither is known in advance. So a probe runs op by op for its first
+``COMPILE_AFTER_CALLS`` passes or until they have taken ``COMPILE_AFTER_S`` seconds of wall time together, whichever
+comes first, and compiled from then on (the ski-rental rule: a run pays at most that budget more than the better of
+the two choices would have cost it; a compile costs about 30 op-by-op passes here, so 20 compile a little early
+rather than late).
+
+The monitors' reduction graphs (weight norms, the update ratio's snapshot and ratio) compile at their first call:
+op by op they cost 10-25 ms of CPU a call on a small model against 0.4 ms compiled (MindSpore's PYNATIVE dispatch
+is about 0.5 ms an operator here), more than a small model's steps when they run at every point, and a healthy
+run's ``monitoring_overhead`` warned on it.
 """
 
 import contextlib
-import inspect
 import time
 
-from mindspore import nn
-
-__all__ = ["COMPILE_AFTER_CALLS", "COMPILE_AFTER_S", "OpByOpFirst", "compile_time", "compiling", "due",
-           "pynative"]
+__all__ = ["COMPILE_AFTER_CALLS", "COMPILE_AFTER_S", "compile_time", "compiling", "due", "pynative"]
 
 COMPILE_AFTER_CALLS = 20
 COMPILE_AFTER_S = 2.0
@@ -65,27 +63,3 @@ def pynative():
     finally:
         if mode != ms.PYNATIVE_MODE:
             ms.set_context(mode=mode)
-
-
-class OpByOpFirst(nn.Cell):
-    """A cell whose calls run its ``construct`` op by op (PYNATIVE_MODE, its ``mindspore.jit`` left out) until
-    :func:`due`, and compiled from then on (in either mode). The same values either way."""
-
-    op_by_op_calls = 0      # calls run op by op so far (per instance once set)
-    op_by_op_s = 0.0        # their wall time together
-    compiled = False        # True once a call ran compiled (the first such call compiled the cell)
-
-    def __call__(self, *args):
-        if due(self.op_by_op_calls, self.op_by_op_s):
-            if self.compiled:
-                return super().__call__(*args)
-            with compiling():
-                out = super().__call__(*args)
-            self.compiled = True
-            return out
-        started = time.perf_counter()
-        with pynative():
-            out = inspect.unwrap(type(self).construct)(self, *args)
-        self.op_by_op_s += time.perf_counter() - started
-        self.op_by_op_calls += 1
-        return out

@@ -271,9 +271,7 @@ class Pipeline:
         now = time.perf_counter()
         if data_wait and self.prev_time is not None:
             self._wait_ms = (now - self.prev_time) * 1000.0
-        compiles = tiering.compile_time()
         self._call("on_step_begin", int(step))
-        self.compile_ms += (tiering.compile_time()[0] - compiles[0]) * 1000.0   # a snapshot's compile
         if self.prev_time is not None:
             self.prev_time += time.perf_counter() - now
 
@@ -374,8 +372,8 @@ class Pipeline:
         out of core/monitor_cpu_ms: it compiles that kind's monitoring graphs (on a small GRAPH_MODE transformer the
         first weight norms took 0.6-0.9 s of CPU, the first update ratios 0.6-0.9 s and the loop's first read of the
         step statistics 0.2 s, where the later points took 2-6 ms), a one-off, not the steady cost of recording.
-        At a later point, the graphs compiled in it since ``compiles`` (``tiering.compile_time()``; op by op until
-        then, ``cells/tiering.py``) are left out the same way and written as core/compile_ms."""
+        At a later point, the probe blocks compiled in it since ``compiles`` (``tiering.compile_time()``; op by op
+        until then, ``cells/tiering.py``) are left out the same way and written as core/compile_ms."""
         if kind in self.recorded_kinds:
             wall, spent = (now - before for now, before in zip(tiering.compile_time(), compiles))
             self.compile_ms += wall * 1000.0

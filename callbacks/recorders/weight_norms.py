@@ -14,8 +14,8 @@ __all__ = ["WeightNormRecorder", "all_weight_norms"]
 
 
 def all_weight_norms(ctx):
-    """L2 norm of every trained parameter (``ctx.params``, float64 numpy), one computation (op by op first, compiled
-    later: ``cells/tiering.py``); None without parameters."""
+    """L2 norm of every trained parameter (``ctx.params``, float64 numpy), one compiled computation; None without
+    parameters."""
     params = list(ctx.params)
     if not params:
         return None
@@ -37,7 +37,7 @@ class WeightNormRecorder(Recorder):
     def on_start(self, ctx):
         self.ctx = ctx
         if ctx.params:
-            cached(WeightNorms, list(ctx.params))    # built now; op by op first, compiled later (cells/tiering)
+            cached(WeightNorms, list(ctx.params))    # built now, compiled at its first point
 
     def on_point(self, r):
         if "diagnostic" not in r.due or self.ctx.writer is None:
