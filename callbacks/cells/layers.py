@@ -110,10 +110,19 @@ class LayerSelection:
 
 _CACHE = []          # [(key, cell)], most recent last
 _CACHE_SIZE = 8
+# A network with at most this many tensors shares one compiled graph per kind and shape signature with every other
+# network of those shapes (the tensors go in at each call): a second network, or a monitor made again for a new
+# network of the same shapes, compiles nothing (each compile costs 0.3-0.6 s on a 2-core machine, whatever the
+# network's size). Passing the tensors costs about 0.08 ms a tensor a call (GRAPH_MODE, CPU, measured with 4, 30
+# and 200 tensors), so larger networks keep graphs of their own that hold their Parameters (no per-call cost).
+SHARED_MAX_TENSORS = 16
+_SHARED = []         # [(key, cell)], most recent last
+_SHARED_SIZE = 16
 
 
 def cached(cls, params, *args):
-    """``cls(params, *args)``, reused for the same parameters (a new cell would be compiled again).
+    """``cls(params, *args)`` or its shared-graph form, reused for the same parameters (a new cell would be
+    compiled again).
 
     Monitors are often recreated (one per ``Model.train`` call) for the same network; compiling their small
     graphs again each time would cost seconds. The cache keeps the last few cells (they hold their parameters).
@@ -123,7 +132,11 @@ def cached(cls, params, *args):
         if k == key:
             _CACHE.append(_CACHE.pop(i))
             return cell
-    cell = cls(params, *args) if _all_parameters(params) else _bound(cls, list(params))
+    params = list(params)
+    if _all_parameters(params) and len(params) > SHARED_MAX_TENSORS:
+        cell = UpdateRatio(cached(Snapshot, params)) if cls is UpdateRatio else cls(params, *args)
+    else:
+        cell = _bound(cls, params)
     _CACHE.append((key, cell))
     del _CACHE[:-_CACHE_SIZE]
     return cell
@@ -133,28 +146,43 @@ def _all_parameters(params):
     return all(isinstance(p, Parameter) for p in params)
 
 
+def _shared(cls, tensors):
+    """The one compiled ``cls`` cell for tensors of these shapes and types (built on first use)."""
+    key = (cls, tuple((tuple(t.shape), str(t.dtype)) for t in tensors))
+    for i, (k, cell) in enumerate(_SHARED):
+        if k == key:
+            _SHARED.append(_SHARED.pop(i))
+            return cell
+    cell = cls([tuple(t.shape) for t in tensors])
+    _SHARED.append((key, cell))
+    del _SHARED[:-_SHARED_SIZE]
+    return cell
+
+
 def _bound(cls, tensors):
-    """The variant of ``cls`` for tensors that are not Parameters (a torch-style module's parameters, e.g.
-    MindNLP's ``mindtorch`` ones, are plain Tensors that a cell cannot hold as its own)."""
+    """``cls`` over ``tensors`` given at each call to a graph shared by every network of the same shapes: for few
+    tensors (:data:`SHARED_MAX_TENSORS`) and for tensors that are not Parameters (a torch-style module's parameters,
+    e.g. MindNLP's ``mindtorch`` ones, are plain Tensors that a cell cannot hold as its own)."""
     if cls is WeightNorms:
-        return _Bound(_WeightNormsOf(tensors), tensors)
+        return _Bound(_shared(_WeightNormsOf, tensors), tensors)
     if cls is Snapshot:
-        return _Bound(_SnapshotOf(tensors), tensors)
+        return _Bound(_shared(_SnapshotOf, tensors), tensors, _copies(tensors, "tbms_before_t"))
     if cls is UpdateRatio:
-        return _Bound(_UpdateRatioOf(cached(Snapshot, tensors).cell, tensors), tensors)
+        return _Bound(_shared(_UpdateRatioOf, tensors), tensors, cached(Snapshot, tensors).inputs[1])
     raise TypeError("%s needs mindspore Parameters" % cls.__name__)
 
 
 class _Bound:
-    """A compiled cell over tensors that are not Parameters: called with them as one variable input
-    (``mindspore.mutable``, so it is compiled once and reads their current values at every call)."""
+    """A shared compiled cell called with this network's tensors (and, for the update ratio and the snapshot, the
+    kept copy), each as one variable input (``mindspore.mutable``: compiled once, the current values read at every
+    call)."""
 
-    def __init__(self, cell, tensors):
+    def __init__(self, cell, *inputs):
         self.cell = cell
-        self.tensors = tuple(tensors)
+        self.inputs = tuple(tuple(i) for i in inputs)
 
     def __call__(self):
-        return self.cell(ms.mutable(self.tensors))
+        return self.cell(*(ms.mutable(i) for i in self.inputs))
 
 
 _KEPT_COPIES = [0]
@@ -170,11 +198,11 @@ def _copies(tensors, prefix):
 
 
 class _WeightNormsOf(nn.Cell):
-    """:class:`WeightNorms` of tensors given at each call."""
+    """:class:`WeightNorms` of tensors of the given shapes, given at each call."""
 
-    def __init__(self, tensors):
+    def __init__(self, shapes):
         super().__init__(auto_prefix=False)
-        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+        self._groups = norm_plan(shapes)[0]
 
     @ms.jit
     def construct(self, params):
@@ -182,33 +210,31 @@ class _WeightNormsOf(nn.Cell):
 
 
 class _SnapshotOf(nn.Cell):
-    """:class:`Snapshot` of tensors given at each call (the copy is kept in Parameters of this cell)."""
+    """:class:`Snapshot` of tensors given at each call into their copy (Parameters, given too)."""
 
-    def __init__(self, tensors):
+    def __init__(self, shapes):
         super().__init__(auto_prefix=False)
-        self.before = _copies(tensors, "tbms_before_t")
         self.hyper_map = C.HyperMap()
 
     @ms.jit
-    def construct(self, params):
-        return self.hyper_map(ops.assign, self.before, self.hyper_map(_to_float32, params))
+    def construct(self, params, before):
+        return self.hyper_map(ops.assign, before, self.hyper_map(_to_float32, params))
 
 
 class _UpdateRatioOf(nn.Cell):
-    """:class:`UpdateRatio` of tensors given at each call, against a :class:`_SnapshotOf`."""
+    """:class:`UpdateRatio` of tensors given at each call, against their copy (given too)."""
 
-    def __init__(self, snapshot, tensors):
+    def __init__(self, shapes):
         super().__init__(auto_prefix=False)
-        self.before = snapshot.before
         self.hyper_map = C.HyperMap()
-        self._groups = norm_plan([tuple(p.shape) for p in tensors])[0]
+        self._groups = norm_plan(shapes)[0]
 
     @ms.jit
-    def construct(self, params):
-        diff = ops.sqrt(square_sums(self.hyper_map(_difference, params, self.before), self._groups))
-        before = ops.sqrt(square_sums(self.before, self._groups))
+    def construct(self, params, before):
+        diff = ops.sqrt(square_sums(self.hyper_map(_difference, params, before), self._groups))
+        before_norm = ops.sqrt(square_sums(before, self._groups))
         after = ops.sqrt(square_sums(params, self._groups))
-        return diff / before, after
+        return diff / before_norm, after
 
 
 class WeightNorms(nn.Cell):
@@ -254,8 +280,6 @@ class UpdateRatio(nn.Cell):
 
     def __init__(self, snapshot):
         super().__init__(auto_prefix=False)
-        if isinstance(snapshot, (list, tuple)):
-            snapshot = cached(Snapshot, snapshot)
         self.params = snapshot.params
         self.before = snapshot.before
         self.hyper_map = C.HyperMap()

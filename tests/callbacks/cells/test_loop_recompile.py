@@ -151,8 +151,8 @@ def run_monitored(tmp_path, entry, mode, steps, debug="none", timeout=300):
 
 
 def run_many(folder, mode, steps, cases, timeout=900):
-    """Runs the cases of one mode in one child; writes ``<entry>-<debug>.json`` into ``folder`` for each: its result,
-    its stderr (from its marker line to the next) and whether the child's whole stderr mentions recompiling."""
+    """Runs the cases of one mode in one child; writes ``<entry>-<debug>.json`` into ``folder`` for each: its result
+    and its stderr (from its marker line to the next)."""
     import warm   # here, not at the top: this file is also the child's script, where tests/ is not on the path
     proc = warm.run([sys.executable, __file__, "many", mode, str(steps),
                      ",".join("%s:%s" % c for c in cases), str(folder / "runs")],
@@ -166,7 +166,7 @@ def run_many(folder, mode, steps, cases, timeout=900):
         name, stderr = chunk.split("\n", 1)
         assert name == "%s:%s" % (entry, debug), name
         (folder / ("%s-%s.json" % (entry, debug))).write_text(json.dumps({
-            "result": result, "stderr": stderr, "recompiling": bool(re.search("recompil", proc.stderr, re.I))}))
+            "result": result, "stderr": stderr}))
 
 
 def after_warmup(stderr):
@@ -201,13 +201,18 @@ def deferred_compiles():
     return {10 * (tiering.COMPILE_AFTER_CALLS + 1)}
 
 
-def check_run(result, compiles, stderr, steps):
+def check_run(result, compiles, stderr, steps, first_training=True):
+    """A run's checks. ``first_training=False`` for a case trained after another in the same process: MindSpore
+    compiles the case's own ``opt(grads)`` once more at its second step after a monitored training (its argument key
+    changes; measured with the default tiers, with no point due at all, and with the monitors' small graphs per
+    network as before), and may print its "might cause recompiling" notice for it: a one-off in the warm-up like
+    the other compiles there. A recompile at every step would still show after the warm-up, where nothing may."""
     assert result["errors"] == 0
     late = {s: n for s, n in compiles.items() if s > WARMUP and s not in deferred_compiles()}
     assert sum(compiles.values()) >= 1, "no compile line seen: the log settings no longer show compilations"
     assert not late, "graphs compiled again after warm-up, at steps %s" % sorted(late)
-    assert not re.search("recompil", stderr, re.IGNORECASE)
     quiet = after_warmup(stderr)
+    assert not re.search("recompil", stderr if first_training else quiet, re.IGNORECASE)
     assert len(quiet) < 2000, quiet[:2000]
     # Step times: a compilation costs tens of milliseconds, a step of this model about one; a few slow steps are
     # the machine's noise (a loaded machine pauses a process now and then), a compilation at every debug point
@@ -243,8 +248,8 @@ def mode_runs(tmp_path_factory, mode):
 def test_no_compile_after_warmup(tmp_path_factory, entry, mode, debug):
     folder = mode_runs(tmp_path_factory, mode)
     case = json.loads((folder / ("%s-%s.json" % (entry, debug))).read_text())
-    assert not case["recompiling"]
-    check_run(case["result"], compiles_of(case["stderr"]), case["stderr"], CASE_STEPS)
+    check_run(case["result"], compiles_of(case["stderr"]), case["stderr"], CASE_STEPS,
+              first_training=(entry, debug) == CASES[0])
 
 
 @pytest.mark.slow
