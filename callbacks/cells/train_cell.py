@@ -208,8 +208,13 @@ def square_sums(grads, groups):
         elif kind == PIECE_WHOLE:
             rows.append(_square_sum(grads[members[0]]).reshape((1,)))
         elif kind == PIECE_EACH:
-            # L2Loss is half the sum of squares; doubled once for the whole piece.
-            rows.append(ops.stack([_l2_loss(_float32(grads[i])) for i in members]) * 2.0)
+            # L2Loss is half the sum of squares; doubled once for the whole piece. A loop, not a list
+            # comprehension: MindSpore compiles a comprehension about 0.17 s slower (a 4-tensor network's norms,
+            # 2-core CPU), in every graph that takes these sums.
+            halves = []
+            for i in members:
+                halves.append(_l2_loss(_float32(grads[i])))
+            rows.append(ops.stack(halves) * 2.0)
         else:
             parts = []
             for k in range(len(members)):
