@@ -104,3 +104,24 @@ def test_panel_check_and_report_agree_on_a_run_longer_than_the_sample(tmp_path):
     reported = _comparable(data["routes"]["health"])
     assert reported == expected, _diff(reported, expected)
     assert os.path.getsize(out) > 0
+
+
+def test_a_layer_vector_written_twice_at_one_step_keeps_its_last_row(tmp_path):
+    """TensorBoard's data server keeps the last of two records at one step and its Python loader keeps both; the
+    rules read one row per step, the last, whichever loader the panel has (``check`` reads the files itself)."""
+    from tb_plugin_mindspore.health.series import LayerSeries
+    from tb_plugin_mindspore.writing.writer import SummaryWriter
+
+    rows = LayerSeries.from_rows("t", ["a", "b"], [3, 1, 2, 2], [30.0, 10.0, 20.0, 21.0],
+                                 [[3, 3], [1, 1], [2, 2], [5, 5]])
+    assert rows.steps.tolist() == [1, 2, 3]
+    assert rows.values.tolist() == [[1, 1], [5, 5], [3, 3]] and rows.wall_times.tolist() == [10.0, 21.0, 30.0]
+    # From event files: both writes of step 2 are read, the later one is judged.
+    run_dir = tmp_path / "run"
+    w = SummaryWriter(str(run_dir))
+    for step, values in ((1, [1.0, 1.0]), (2, [2.0, 2.0]), (2, [5.0, 5.0]), (3, [3.0, 3.0])):
+        w.layers(metadata.GRAD_NORM_LAYERS, ["a", "b"], np.array(values), step)
+    w.close()
+    (run,) = sources.runs_from_logdir(str(tmp_path))
+    series = run.layer_series("layer_grad_norm")
+    assert series.steps.tolist() == [1, 2, 3] and series.values[1].tolist() == [5.0, 5.0]
