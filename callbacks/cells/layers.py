@@ -112,10 +112,12 @@ _CACHE = []          # [(key, cell)], most recent last
 _CACHE_SIZE = 8
 # A network with at most this many tensors shares one compiled graph per kind and shape signature with every other
 # network of those shapes (the tensors go in at each call): a second network, or a monitor made again for a new
-# network of the same shapes, compiles nothing (each compile costs 0.3-0.6 s on a 2-core machine, whatever the
-# network's size). Passing the tensors costs about 0.08 ms a tensor a call (GRAPH_MODE, CPU, measured with 4, 30
-# and 200 tensors), so larger networks keep graphs of their own that hold their Parameters (no per-call cost).
-SHARED_MAX_TENSORS = 16
+# network of those shapes, compiles nothing (each compile costs 0.3-0.8 s on a 2-core machine, whatever the
+# network's size). Passing the tensors costs at each call (``bench/compile_cost.py``, GRAPH_MODE, 2-core CPU: with
+# 8 tensors the weight norms 0.81 ms against 0.44 with a graph of the network's own, the update ratio 1.80 against
+# 0.72; with 16, 0.95 and 4.9 against 0.44 and 1.08), so larger networks keep graphs of their own that hold their
+# Parameters.
+SHARED_MAX_TENSORS = 8
 _SHARED = []         # [(key, cell)], most recent last
 _SHARED_SIZE = 16
 
@@ -168,7 +170,9 @@ def _bound(cls, tensors):
     if cls is Snapshot:
         return _Bound(_shared(_SnapshotOf, tensors), tensors, _copies(tensors, "tbms_before_t"))
     if cls is UpdateRatio:
-        return _Bound(_shared(_UpdateRatioOf, tensors), tensors, cached(Snapshot, tensors).inputs[1])
+        snapshot = cached(Snapshot, tensors)      # the copy the network's snapshot keeps
+        before = snapshot.inputs[1] if isinstance(snapshot, _Bound) else snapshot.before
+        return _Bound(_shared(_UpdateRatioOf, tensors), tensors, before)
     raise TypeError("%s needs mindspore Parameters" % cls.__name__)
 
 
