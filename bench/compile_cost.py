@@ -1,6 +1,6 @@
 """Benchmark: what the monitors add to MindSpore's compile time, and what their small graphs cost per call.
 
-    python bench/compile_cost.py [--builds 4] [--calls 100]
+    python bench/compile_cost.py [--builds 4] [--calls 100] [--quick]
 
 GRAPH_MODE, in one process (garbage collection frozen after the imports, as a long-lived process has it):
 
@@ -13,6 +13,8 @@ GRAPH_MODE, in one process (garbage collection frozen after the imports, as a lo
 * ``per_call``: the weight norms' and the update ratio's call, a graph per network against the shared graph (the
   tensors passed at each call), on stacks of ``Dense(64, 64)`` of 4, 8, 16 and 30 tensors: median ms over 3 blocks
   of ``--calls`` calls.
+
+``--quick``: the MLP and 4 and 8 tensors only (no demo transformer: checks that it runs).
 
 Prints a table, then, as the last line, one JSON object.
 """
@@ -40,7 +42,7 @@ def _median_later(values):
     return statistics.median(values[1:]) if len(values) > 1 else values[0]
 
 
-def _train_compiles(builds):
+def _train_compiles(builds, quick=False):
     import numpy as np
     import mindspore as ms
     from mindspore import Tensor, nn
@@ -56,6 +58,8 @@ def _train_compiles(builds):
         "mlp": (mlp, (Tensor(np.random.RandomState(0).randn(8, 4).astype(np.float32)), Tensor(np.zeros(8, np.int32)))),
         "demo": (lambda: build_model(DEMO_CONFIG, seed=0), (Tensor(tokens), Tensor(labels))),
     }
+    if quick:
+        del inputs["demo"]
     rows = []
     for name, (net_of, batch) in inputs.items():
         times = {}
@@ -84,11 +88,11 @@ def _stack(tensors):
     return nn.SequentialCell(*[nn.Dense(64, 64) for _ in range(tensors // 2)])
 
 
-def _reduction_compiles(builds):
+def _reduction_compiles(builds, quick=False):
     from tb_mindspore_callbacks.cells import layers
 
     rows = []
-    for tensors in (4, 30):
+    for tensors in (4,) if quick else (4, 30):
         for how in ("own", "shared"):
             def make(how=how, tensors=tensors):
                 params = _stack(tensors).trainable_params()
@@ -101,7 +105,7 @@ def _reduction_compiles(builds):
     return rows
 
 
-def _per_call(calls):
+def _per_call(calls, quick=False):
     from tb_mindspore_callbacks.cells import layers
 
     def block(fn):
@@ -114,7 +118,7 @@ def _per_call(calls):
         return round(statistics.median(best), 3)
 
     rows = []
-    for tensors in (4, 8, 16, 30):
+    for tensors in (4, 8) if quick else (4, 8, 16, 30):
         params = _stack(tensors).trainable_params()
         own_norms = layers.WeightNorms(params)
         own_ratio = layers.UpdateRatio(layers.Snapshot(params))
@@ -132,6 +136,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--builds", type=int, default=4, help="new networks per measurement (default 4)")
     parser.add_argument("--calls", type=int, default=100, help="calls per timed block (default 100)")
+    parser.add_argument("--quick", action="store_true", help="the MLP and 4 and 8 tensors only: checks that it runs")
     args = parser.parse_args(argv)
     if args.builds < 2 or args.calls < 1:
         parser.error("--builds must be at least 2 and --calls at least 1")
@@ -141,9 +146,9 @@ def main(argv=None):
     ms.set_context(mode=ms.GRAPH_MODE)
     gc.collect()
     gc.freeze()
-    train = _train_compiles(args.builds)
-    reductions = _reduction_compiles(args.builds)
-    per_call = _per_call(args.calls)
+    train = _train_compiles(args.builds, args.quick)
+    reductions = _reduction_compiles(args.builds, args.quick)
+    per_call = _per_call(args.calls, args.quick)
 
     print("compile (first call), ms, median of the builds after the first")
     print("%-8s %8s %10s %12s" % ("network", "tensors", "plain", "monitored"))
@@ -158,7 +163,7 @@ def main(argv=None):
             r["tensors"], r["weight_norms_own_ms"], r["weight_norms_shared_ms"], r["update_ratio_own_ms"],
             r["update_ratio_shared_ms"]))
     result = {"train": train, "reductions": reductions, "per_call": per_call, "builds": args.builds,
-              "calls": args.calls, "mindspore_version": ms.__version__, "cpu_count": os.cpu_count()}
+              "calls": args.calls, "quick": args.quick, "mindspore_version": ms.__version__, "cpu_count": os.cpu_count()}
     print(json.dumps(result, sort_keys=True))
     return result
 
