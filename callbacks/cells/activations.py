@@ -107,13 +107,13 @@ class ActivationProbe:
             # A loop's inputs=(data, label) with network= its backbone: the columns past what it takes are labels.
             sliced = sliced[:_positional_count(net, len(sliced))]
         was_training, needed_grad = net.training, net.requires_grad
-        compiled = (tiering.due(*self._op_by_op)
-                    or (self._compile and all(_is_compiled(c) for c in self._compile)))
+        blocks_compiled = all(_is_compiled(c) for c in self._compile)
+        compiled = tiering.due(*self._op_by_op) or (bool(self._compile) and blocks_compiled)
         started = time.perf_counter()
         try:
             net.set_train(False)
             net.set_grad(False)         # no backward graph is recorded for this forward pass
-            first = compiled and not all(_is_compiled(c) for c in self._compile)
+            first = compiled and not blocks_compiled
             with tiering.pynative(), (tiering.compiling() if first else contextlib.nullcontext()):
                 try:
                     captured = self._forward(net, sliced, compiled=compiled)
