@@ -55,10 +55,12 @@ sys.path.insert(0, HERE)
 def _settings(tier, debug_freq, diagnostic_freq):
     """The monitor's settings of a timed tier (``bench/overhead.py``'s) with weight norms every ``diagnostic_freq``
     steps (None: the monitor's default)."""
+    from cost_models import steady_state
     from overhead import _monitor_kwargs
 
     from tb_mindspore_callbacks import Diagnostic
 
+    steady_state()
     kwargs = _monitor_kwargs(tier, False, debug_freq)
     if diagnostic_freq is None:
         kwargs.pop("diagnostic")

@@ -68,6 +68,7 @@ def main(argv=None):
     import mindspore.dataset as ds
     from mindspore.train import Model
 
+    from cost_models import steady_state
     from overhead import _monitor_kwargs, _parts
     from tb_mindspore_callbacks import MonitoredTrainCell, TrainMonitor
     from tb_mindspore_callbacks.demo import synthetic_arrays
@@ -75,6 +76,7 @@ def main(argv=None):
     ms.set_context(mode=ms.GRAPH_MODE)
     net, loss_fn, optimizer = _parts(None)
     out = tempfile.mkdtemp(prefix="tbms_thread_cpu_")
+    steady_state()
     monitor = TrainMonitor(os.path.join(out, "run"), **_monitor_kwargs(args.tier, False, 100))
     sides = {"bare": (Model(net, loss_fn, optimizer), []),
              "monitored": (Model(MonitoredTrainCell.wrap(net, loss_fn, optimizer)), [monitor])}

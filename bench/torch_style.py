@@ -46,8 +46,10 @@ def _in_env(name, argv):
 
 
 def _tier_settings(tier, debug_freq):
+    from cost_models import steady_state
     from overhead import _monitor_kwargs
 
+    steady_state()
     return _monitor_kwargs(tier, False, debug_freq)
 
 
