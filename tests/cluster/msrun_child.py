@@ -5,8 +5,10 @@ its rank statistics into the shared run folder.
 
 Every step spends ``COMPUTE`` s of device time (a sleep: four workers share two cores, and CPU-bound steps would
 make the timings a matter of scheduling); every batch takes ``BASE_WAIT`` s in the data pipeline and rank
-SLOW_RANK's ``SLOW_WAIT`` s (a slow input pipeline on one rank, slower than its step, so that prefetching, kept
-short, cannot hide it); rank KILL_RANK's training
+SLOW_RANK's ``SLOW_WAIT`` s (a slow input pipeline on one rank, 3x its step, so that prefetching, kept short,
+cannot hide it, and its data wait stays more than half of its excess step time, what ``slow_rank`` calls "waiting
+for data", when the machine's load slows its steps too: at 0.2 s a CI run at load 5 per CPU measured 135 ms a step
+of excess, less than half of it data wait); rank KILL_RANK's training
 process is killed with SIGKILL after step KILL_STEP (a dead rank). That process is a child of msrun's worker, which
 then exits normally: msrun stops the whole job when a worker fails, and the point is the others going on. msrun's
 scheduler process runs this script too and does nothing. Prints one ``WORKER {json}`` line per finished worker.
@@ -22,7 +24,7 @@ import numpy as np
 
 COMPUTE = float(os.environ.get("CLUSTER_COMPUTE", "0.1"))
 BASE_WAIT = float(os.environ.get("CLUSTER_BASE_WAIT", "0"))
-SLOW_WAIT = float(os.environ.get("CLUSTER_SLOW_WAIT", "0.2"))
+SLOW_WAIT = float(os.environ.get("CLUSTER_SLOW_WAIT", "0.3"))
 
 
 def barrier(folder, rank, workers, timeout=120):
