@@ -9,9 +9,9 @@ off compiling at once, and neither is known in advance. So a probe runs op by op
 comes first, and compiled from then on (the ski-rental rule: a run pays at most that budget more than the better of
 the two choices would have cost it; a compile costs about 20-30 op-by-op passes here, so 20 compile a little early
 rather than late). The seconds are a cap for a model whose passes are slow, at about what compiling the demo's
-blocks costs (each probe: 3.3-4.7 s against 0.16-0.28 s a pass op by op, idle): at 2 s the demo's activation probe
-compiled for its last one or two debug points, and under load both probes of both its runs did (19 s of CPU in the
-suite's demo test for two compiled passes each).
+blocks costs (each probe: 3.3-4.7 s against 0.16-0.28 s a pass op by op, idle). At 2 s the demo's 8 debug points
+came close to the cap on an idle machine and passed it under load: in the test suite both probes of both its runs
+compiled, for one or two passes each (19 s of CPU).
 
 The monitors' reduction graphs (weight norms, the update ratio's snapshot and ratio) compile at their first call:
 op by op they cost 10-25 ms of CPU a call on a small model against 0.4 ms compiled (MindSpore's PYNATIVE dispatch
