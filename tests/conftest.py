@@ -252,3 +252,22 @@ def pytest_collection_finish(session):
 
     gc.collect()
     gc.freeze()
+
+
+_frozen_at = [0.0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """What outlives the tests run so far (modules MindSpore imports at its first compile, module fixtures, caches)
+    is frozen too, at most every 2 s of tests: else every later compile's full collection walks it again (measured
+    in a worker that ran the in-process trainings: 145,000 objects left unfrozen, 0.06 s a collection). The garbage
+    made so far is collected first, so only what lives on is frozen."""
+    import gc
+    import time
+
+    now = time.monotonic()
+    if now - _frozen_at[0] >= 2.0:
+        gc.collect()
+        gc.freeze()
+        _frozen_at[0] = time.monotonic()
