@@ -30,6 +30,7 @@ first recorded step at which the precursor rule fires on the run cut there. Lead
 seconds from the wall times of the loss points).
 """
 
+import gc
 import json
 import math
 import os
@@ -571,6 +572,10 @@ def main(argv):
         if spec.id in ids:
             meta = train_run(spec, out)
             print("TRAINED %s %s" % (spec.id, meta["status"]), flush=True)
+            # What outlives a run (MindSpore's modules, loaded at the first) is frozen: MindSpore collects garbage
+            # fully before each compile, and would walk it again for every graph of the next runs.
+            gc.collect()
+            gc.freeze()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ without recompiling), placed on one layer's weight, on a layer's output or on th
 to +Inf for one step; a dead layer from ``ops.stop_gradient``; a frozen one from ``requires_grad=False``.
 """
 
+import gc
 import json
 import math
 import os
@@ -730,6 +731,10 @@ def main(argv):
             started = time.time()
             meta = train_run(spec, out)
             print("TRAINED %s %s %.1f s" % (spec.id, meta["status"], time.time() - started), flush=True)
+            # What outlives a run (MindSpore's modules, loaded at the first) is frozen: MindSpore collects garbage
+            # fully before each compile, and would walk it again for every graph of the next runs.
+            gc.collect()
+            gc.freeze()
 
 
 if __name__ == "__main__":
