@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]
 # norms and data wait every 10 steps, diagnostic every 5) with Model.train and the loop, and the precursor set's
 # healthy transformer recording its attention probe, update ratios and layer gradient norms at every step.
 _CHILD = r"""
-import json, sys
+import gc, json, sys
 sys.path[:0] = [sys.argv[1]]
 import corpus_catalogue as cat, corpus_precursors as cp, corpus_train as ct
 
@@ -35,6 +35,8 @@ for i, entry in enumerate(("model", "loop")):
                     schedule="warmup_cosine", mode="graph", entry=entry, batch=32, steps=40, collect_freq=5,
                     debug=True)
     status["healthy_" + entry] = ct.train_run(spec, out)["status"], spec.id
+    gc.collect()
+    gc.freeze()         # as the corpus scripts do between runs: MindSpore's collection before each compile skips it
 plain = cp.monitor_kwargs
 
 
