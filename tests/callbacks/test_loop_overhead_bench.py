@@ -139,3 +139,24 @@ def test_compile_cost_bench_times_compiles_and_calls(tmp_path):
     bad = warm.run([sys.executable, os.path.join(ROOT, "bench", "compile_cost.py"), "--builds", "1"],
                    capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
     assert bad.returncode == 2 and "--builds must be at least 2" in bad.stderr
+
+
+@pytest.mark.slow
+def test_graph_time_bench_names_the_loops_graphs_from_mindspores_log(tmp_path):
+    """``bench/graph_time.py``: MindSpore's runtime log times every execution of the loop's four graphs (the gradient,
+    the optimizer, the optimizer with the statistics, the statistics alone), each found by name, ending in JSON
+    (no timing asserted); a bad count is refused in one line."""
+    script = os.path.join(ROOT, "bench", "graph_time.py")
+    proc = warm.run([sys.executable, script, "--size", "0.1m", "--calls", "10", "--warmup", "2"],
+                    capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(result["graphs"]) == {"grad", "optimizer", "update", "statistics"}
+    for name in ("optimizer", "statistics"):
+        assert result["graphs"][name]["executions"] == 11, result["graphs"][name]
+    assert all(g["median_ms"] > 0 for g in result["graphs"].values())
+    assert result["added_ms"] == pytest.approx(result["graphs"]["update"]["median_ms"]
+                                               - result["graphs"]["optimizer"]["median_ms"], abs=1e-3)
+    bad = warm.run([sys.executable, script, "--calls", "0"], capture_output=True, text=True, timeout=60,
+                   cwd=str(tmp_path))
+    assert bad.returncode != 0 and "--calls must be at least 1" in bad.stderr
