@@ -35,8 +35,8 @@ import cost_models  # noqa: E402
 import paired  # noqa: E402
 
 # Steps per block, per mode and model: a block lasts a few tenths of a second on two cores.
-BLOCKS = {"graph": {"0.1m": 40, "1m": 20, "4m": 8, "demo": 10, "demo-b8": 20, "10m": 4},
-          "pynative": {"0.1m": 10, "1m": 8, "4m": 4, "demo": 2, "demo-b8": 4, "10m": 2}}
+BLOCKS = {"graph": {"0.1m": 40, "1m": 20, "4m": 8, "demo": 10, "demo-b8": 20, "demo-b4": 40, "10m": 4},
+          "pynative": {"0.1m": 10, "1m": 8, "4m": 4, "demo": 2, "demo-b8": 4, "demo-b4": 8, "10m": 2}}
 ENTRY_NAMES = {"model": "Model.train", "loop": "loop + LoopMonitor"}
 
 

@@ -3,7 +3,7 @@
     python bench/step_cost.py [--size 0.1m] [--mode graph|pynative] [--entry loop|model] [--steps 400]
                               [--block 20] [--tier core_diag] [--profile 25] [--calls 200]
 
-One model (``bench/cost_models.py``: ``demo``, ``demo-b8``, ``0.1m``, ``1m``, ``4m``, ``10m``), one network and
+One model (``bench/cost_models.py``: ``demo``, ``demo-b8``, ``demo-b4``, ``0.1m``, ``1m``, ``4m``, ``10m``), one network and
 optimizer for both sides: blocks of ``--block`` steps without monitoring alternate with blocks of the same steps
 with it (the README's loop with ``LoopMonitor``, or ``Model.train`` with ``MonitoredTrainCell`` + ``TrainMonitor``),
 ``--steps`` steps a side, after one untimed block each (everything compiled). ``--tier``: ``core_diag`` is the
