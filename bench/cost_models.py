@@ -4,7 +4,7 @@ their steady-state setting of the monitors (:func:`steady_state`).
 ``demo``: the demo's 2-layer transformer classifier (0.4M parameters, ``bench/overhead.py``'s model); ``demo-b8``:
 the same model on batches of 8 (the same parameters and so the same monitoring work, a step of about 55 ms on
 two CPU cores instead of about 110: batch 8 does not cut the step by four); ``demo-b4``, on batches of 4 (a
-transformer step of about 25 ms). ``0.1m``,
+transformer step of about 28 ms). ``0.1m``,
 ``1m``, ``4m``, ``10m``: multi-layer perceptrons of about 0.1, 1, 4 and 10 million parameters (``4m``: a step of
 about 25 ms on two CPU cores) (six hidden ``Dense`` + ReLU
 layers and a 10-class head: 14 parameter tensors, the same count for every size, so only the size changes), on

@@ -22,7 +22,7 @@ timing, the monitor runs past its first debug point (everything compiled) and ea
 The batches are made once and cycled (no dataset pipeline, so the data wait is the same on both sides).
 
 ``--size``: the model (``bench/cost_models.py``: ``demo``, the demo transformer, by default; ``demo-b8``, the same
-on batches of 8 (a 55 ms step); ``demo-b4``, on batches of 4 (a 25 ms step); ``0.1m``, ``1m``, ``4m`` (a 25 ms step), ``10m`` MLPs). ``--diagnostic-freq default`` keeps the monitors' own weight-norm cadence (every 100 steps in the
+on batches of 8 (a 55 ms step); ``demo-b4``, on batches of 4 (a 28 ms step); ``0.1m``, ``1m``, ``4m`` (a 25 ms step), ``10m`` MLPs). ``--diagnostic-freq default`` keeps the monitors' own weight-norm cadence (every 100 steps in the
 loop, at epoch ends in ``Model.train``: every block here).
 
 Figures per mode and tier: ``ratio`` = total monitored time / total bare time over all rounds (every debug
