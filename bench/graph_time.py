@@ -48,6 +48,7 @@ def _child(size, calls, warmup):
     import mindspore as ms
 
     import cost_models
+    from step_cost import update_variants
     from tb_mindspore_callbacks import LoopMonitor
 
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -72,19 +73,20 @@ def _child(size, calls, warmup):
         mark("update")
         mon.update(grads)
         mon.step(loss, grads)
-        mon._source.cell.tbms_flight_count.asnumpy()
+        source = mon._source
+        if source is None or not source._update:
+            raise SystemExit("the monitor did not build its update call (errors: %d)" % mon.monitor.errors)
+        stats = source.cell
+        stats.tbms_flight_count.asnumpy()
         mark("the monitor's other graphs")
         for i in range(12):
             loss, grads = grad_fn(*batches[i % len(batches)])
             mon.update(grads)
             mon.step(loss, grads)
         mon.close()
-        source = mon._source
-        if source is None or not source._update:
-            raise SystemExit("the monitor did not build its update call (errors: %d)" % mon.monitor.errors)
-        update, stats = source._update, source.cell
-        calls_of = {"optimizer": lambda g: optimizer(g), "update": lambda g: update(ms.mutable(tuple(g))),
-                    "statistics": lambda g: stats(ms.mutable(tuple(g)))}
+        variants = update_variants(source, optimizer)
+        calls_of = {"optimizer": variants["optimizer"], "update": variants["optimizer_and_statistics"],
+                    "statistics": variants["statistics"]}
         for name in ("optimizer", "update", "statistics"):
             mark(name)
             calls_of[name](grads)

@@ -238,19 +238,26 @@ def _is_point(settings, step, entry):
     return settings.diagnostic_freq is not None and step % settings.diagnostic_freq == 0
 
 
+def update_variants(source, optimizer):
+    """``{variant: call(grads)}``: the loop's update call three ways, from a ``LoopMonitor``'s started source: the
+    optimizer alone (the bare loop's call), the statistics alone, both in one graph (what ``mon.update`` runs)."""
+    import mindspore as ms
+
+    stats, both = source.cell, source._update
+    return {"optimizer": lambda grads: optimizer(grads),
+            "statistics": lambda grads: stats(ms.mutable(tuple(grads))),
+            "optimizer_and_statistics": lambda grads: both(ms.mutable(tuple(grads)))}
+
+
 def update_calls(sides, n, warmup=20):
     """``{variant: {"wall_ms": median, "cpu_ms": median}}``: the loop's update call alone (see the module's
     docstring), ``n`` calls of each variant in turn after ``warmup``; after the monitor is closed (the statistics'
     ring rows written here are nobody's steps)."""
-    import mindspore as ms
-
     source = sides.mon._source
     if source is None or not source.has_grads or not source._update:
         return None
-    stats, both, optimizer = source.cell, source._update, sides.optimizer
-    variants = {"optimizer": lambda grads: optimizer(grads),
-                "statistics": lambda grads: stats(ms.mutable(tuple(grads))),
-                "optimizer_and_statistics": lambda grads: both(ms.mutable(tuple(grads)))}
+    stats = source.cell
+    variants = update_variants(source, sides.optimizer)
     times = {name: ([], []) for name in variants}
     for i in range(warmup + n):
         for name, call in variants.items():
